@@ -1,0 +1,7 @@
+#ifndef KAMP_KAMP_HPP
+#define KAMP_KAMP_HPP
+
+#include <kamp/config.hpp>
+#include <kamp/numeric.hpp>
+
+#endif

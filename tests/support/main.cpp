@@ -1,0 +1,10 @@
+// Catch2 entry point that keeps Kokkos initialized for the whole test run.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <Kokkos_Core.hpp>
+
+int main(int argc, char* argv[]) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,84 @@
+#ifndef KAMP_TESTS_SUPPORT_ORACLES_HPP
+#define KAMP_TESTS_SUPPORT_ORACLES_HPP
+
+// Independent references for kamp's conversions. None of them shares code with kamp::detail.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KAMP_TEST_HAVE_X86 1
+#endif
+
+namespace kamp::test {
+
+inline std::uint32_t bits_of(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+inline float float_of(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+/// True when the CPU has the F16C conversion instructions (checked at run time).
+inline bool have_f16c() {
+#ifdef KAMP_TEST_HAVE_X86
+  return __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+#ifdef KAMP_TEST_HAVE_X86
+/// fp32 -> fp16 by the CPU's VCVTPS2PH with round-to-nearest-even.
+__attribute__((target("f16c"))) inline std::uint16_t f16c_narrow(float x) {
+  return static_cast<std::uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+/// fp16 -> fp32 by the CPU's VCVTPH2PS.
+__attribute__((target("f16c"))) inline std::uint32_t f16c_widen(std::uint16_t h) { return bits_of(_cvtsh_ss(h)); }
+#endif
+
+enum class reference_rounding { nearest_even, down, up };
+
+/// fp32 -> a 16-bit format's value, by arithmetic in double: scale x to the ulp of its binade,
+/// round the scaled value (nearbyint rounds half to even in the default mode), scale back.
+/// Values beyond the format's maximum become infinities. NaN is not handled here.
+/// The sign of a zero result is the sign of x.
+inline double reference_round(float x, int exponent_bits, reference_rounding mode) {
+  const int mantissa_bits = 15 - exponent_bits;
+  const int bias = (1 << (exponent_bits - 1)) - 1;
+  const double v = x;
+  if (v == 0.0 || std::isinf(v)) return v;
+  int e;
+  std::frexp(v, &e);  // |v| = m * 2^e with m in [0.5, 1): the leading bit is 2^(e-1)
+  const int min_e = 2 - bias;  // binade of the smallest normal; subnormals share its ulp
+  const double ulp = std::ldexp(1.0, (e < min_e ? min_e : e) - 1 - mantissa_bits);
+  const double scaled = v / ulp;
+  const double q = mode == reference_rounding::nearest_even ? std::nearbyint(scaled)
+                   : mode == reference_rounding::down       ? std::floor(scaled)
+                                                             : std::ceil(scaled);
+  const double max = std::ldexp(2.0 - std::ldexp(1.0, -mantissa_bits), bias);
+  const double r = q * ulp;
+  if (std::fabs(r) > max) return std::copysign(INFINITY, v);
+  return r == 0.0 ? std::copysign(0.0, v) : r;
+}
+
+/// The exact value of a 16-bit pattern, decoded from its fields in double.
+inline double reference_decode(std::uint16_t h, int exponent_bits) {
+  const int mantissa_bits = 15 - exponent_bits;
+  const int bias = (1 << (exponent_bits - 1)) - 1;
+  const int biased = (h >> mantissa_bits) & ((1 << exponent_bits) - 1);
+  const int mantissa = h & ((1 << mantissa_bits) - 1);
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (biased == (1 << exponent_bits) - 1) return mantissa ? std::nan("") : sign * INFINITY;
+  if (biased == 0) return sign * std::ldexp(mantissa, 1 - bias - mantissa_bits);
+  return sign * std::ldexp(mantissa + (1 << mantissa_bits), biased - bias - mantissa_bits);
+}
+
+}  // namespace kamp::test
+
+#endif

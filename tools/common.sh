@@ -1,0 +1,35 @@
+# Shared helpers for kamp's setup scripts. Sourced, never run.
+# KAMP_CACHE_DIR holds downloaded sources and Kokkos builds outside the clone, so a fresh clone reuses them.
+KAMP_CACHE_DIR=${KAMP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kamp}
+KAMP_KOKKOS_VERSION=3.4.01
+KAMP_REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KAMP_JOBS=${KAMP_JOBS:-$(nproc)}
+
+kamp_step() { printf '\n==> %s\n' "$*"; }
+kamp_die() {
+  printf '\nkamp setup error: %s\n' "$1" >&2
+  [ -n "${2:-}" ] && printf 'fix: %s\n' "$2" >&2
+  exit 1
+}
+
+# Install the Debian packages given as arguments that are not installed yet.
+kamp_apt_install() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "all ${#} packages already installed"
+    return 0
+  fi
+  echo "installing: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    kamp_die "missing Debian packages: ${missing[*]}" \
+      "run this script as root, or ask an administrator to run: apt-get install ${missing[*]}"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || kamp_die "apt-get update failed" "check /etc/apt/sources.list.d and network access to Debian's mirror"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || kamp_die "apt-get install failed for: ${missing[*]}" "read apt's message above; the package names are Debian 12 (bookworm) names"
+}
