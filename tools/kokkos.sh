@@ -2,7 +2,7 @@
 # Build Kokkos 3.4.01 (+ Kokkos Kernels 3.4.01) from Debian's own trilinos source package into the cache.
 #   tools/kokkos.sh host   Serial + OpenMP, Kokkos Kernels with the OpenBLAS TPL   (what tests and apps use)
 #   tools/kokkos.sh hip    Serial + HIP (hipcc, VEGA908)                          (compile checks)
-#   tools/kokkos.sh cuda   Serial + CUDA (nvcc, AMPERE80, patched for CUDA 13)     (compile checks, GPU runs)
+#   tools/kokkos.sh cuda   Serial + OpenMP + CUDA (nvcc, AMPERE80, patched for CUDA 13)  (compile checks, GPU runs)
 # Writes the install prefix to $KAMP_CACHE_DIR/kokkos-<backend>.prefix. Reuses a build whose version stamp matches.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -13,7 +13,8 @@ case "$backend" in host|hip|cuda) ;; *) kamp_die "unknown backend '$backend'" "u
 src_root="$KAMP_CACHE_DIR/src/kokkos-$KAMP_KOKKOS_VERSION"
 prefix="$KAMP_CACHE_DIR/install/kokkos-$KAMP_KOKKOS_VERSION-$backend"
 # The stamp changes whenever the build recipe does, so an old cache is rebuilt rather than trusted.
-stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=3 patch=$(sha256sum "$KAMP_REPO_DIR/tools/patches/kokkos-3.4.01-cuda13.patch" | cut -c1-16)"
+stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=4"
+[ "$backend" = cuda ] && stamp_text+=" patch=$(sha256sum "$KAMP_REPO_DIR/tools/patches/kokkos-3.4.01-cuda13.patch" | cut -c1-16)"
 
 fetch_sources() {
   [ -f "$src_root/.extracted" ] && return 0
@@ -87,7 +88,8 @@ case "$backend" in
     [ -x "$nvcc_dir/nvcc" ] || kamp_die "nvcc not found in $nvcc_dir" "set CUDA_HOME to your CUDA toolkit"
     export PATH="$nvcc_dir:$PATH"
     # nvcc_wrapper's default arch (sm_35) is rejected by CUDA 13, so the arch is passed explicitly.
-    backend_flags=(-DCMAKE_CXX_COMPILER="$src/kokkos/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON
+    # OpenMP too, so host-side tests (the exhaustive conversions) use every core of a GPU node.
+    backend_flags=(-DCMAKE_CXX_COMPILER="$src/kokkos/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_OPENMP=ON
                    -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80) ;;
 esac
 

@@ -1,10 +1,19 @@
-// Catch2 entry point that keeps Kokkos initialized for the whole test run.
+// Catch2 entry point that keeps Kokkos initialized while the tests run.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <optional>
+
 int main(int argc, char* argv[]) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  return Catch::Session().run(argc, argv);
+  Catch::Session session;
+  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  // CTest discovers test cases by listing them; Kokkos stays uninitialized then, because its
+  // start-up warnings on stdout would be read as test names.
+  const auto& config = session.configData();
+  const bool listing = config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
+  std::optional<Kokkos::ScopeGuard> kokkos;
+  if (!listing) kokkos.emplace(argc, argv);
+  return session.run();
 }

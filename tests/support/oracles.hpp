@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
+// Device compilation passes see the host's x86 macros but cannot compile x86 intrinsics.
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define KAMP_TEST_HAVE_X86 1
 #endif
@@ -24,10 +26,17 @@ inline float float_of(std::uint32_t u) {
   return x;
 }
 
-/// True when the CPU has the F16C conversion instructions (checked at run time).
+/// True when the CPU has the F16C conversion instructions and the OS saves AVX state (they
+/// are VEX-encoded), checked at run time with CPUID and XGETBV.
 inline bool have_f16c() {
 #ifdef KAMP_TEST_HAVE_X86
-  return __builtin_cpu_supports("f16c");
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+  if (!(osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  return (xcr0_lo & 6u) == 6u;
 #else
   return false;
 #endif
