@@ -3,6 +3,8 @@
 #   tools/kokkos.sh host   Serial + OpenMP, Kokkos Kernels with the OpenBLAS TPL   (what tests and apps use)
 #   tools/kokkos.sh hip    Serial + HIP (hipcc, VEGA908)                          (compile checks)
 #   tools/kokkos.sh cuda   Serial + OpenMP + CUDA (nvcc, AMPERE80, patched for CUDA 13)  (compile checks, GPU runs)
+# OpenBLAS uses the gfortran symbol convention (name_); giving it spares Kokkos Kernels from
+# probing a Fortran compiler.
 # Writes the install prefix to $KAMP_CACHE_DIR/kokkos-<backend>.prefix. Reuses a build whose version stamp matches.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -13,7 +15,7 @@ case "$backend" in host|hip|cuda) ;; *) kamp_die "unknown backend '$backend'" "u
 src_root="$KAMP_CACHE_DIR/src/kokkos-$KAMP_KOKKOS_VERSION"
 prefix="$KAMP_CACHE_DIR/install/kokkos-$KAMP_KOKKOS_VERSION-$backend"
 # The stamp changes whenever the build recipe does, so an old cache is rebuilt rather than trusted.
-stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=4"
+stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=5"
 [ "$backend" = cuda ] && stamp_text+=" patch=$(sha256sum "$KAMP_REPO_DIR/tools/patches/kokkos-3.4.01-cuda13.patch" | cut -c1-16)"
 
 fetch_sources() {
@@ -104,7 +106,8 @@ echo "Kokkos built in $(( $(date +%s) - t0 )) s"
 if [ "$backend" = host ]; then
   kamp_step "building Kokkos Kernels $KAMP_KOKKOS_VERSION (BLAS TPL: OpenBLAS) into $prefix"
   cmake -S "$src/kokkos-kernels" -B "$build/kernels" "${common[@]}" -DKokkos_ROOT="$prefix" \
-      -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DKokkosKernels_INST_DOUBLE=OFF \
+      -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DLAPACK_LIBRARIES=openblas \
+      "-DF77_BLAS_MANGLE=(name,NAME) name ## _" -DKokkosKernels_INST_DOUBLE=OFF \
       -DKokkosKernels_INST_FLOAT=ON -DKokkosKernels_ADD_DEFAULT_ETI=OFF >"$build.kernels.log" 2>&1 \
     || { tail -n 30 "$build.kernels.log"; kamp_die "configuring Kokkos Kernels failed (log: $build.kernels.log)" "is libopenblas-dev installed?"; }
   cmake --build "$build/kernels" -j "$KAMP_JOBS" >>"$build.kernels.log" 2>&1 && cmake --install "$build/kernels" >>"$build.kernels.log" 2>&1 \
