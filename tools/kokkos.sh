@@ -65,6 +65,11 @@ patched_source() {
   fi
 }
 
+# Concurrent setups (two CI jobs, a user's second shell) share the cache: one builds, the other waits.
+mkdir -p "$KAMP_CACHE_DIR"
+exec 9>"$KAMP_CACHE_DIR/.lock"
+flock 9
+
 if [ -f "$prefix/.kamp-stamp" ] && [ "$(cat "$prefix/.kamp-stamp")" = "$stamp_text" ]; then
   echo "Kokkos $KAMP_KOKKOS_VERSION ($backend) already built in $prefix"
   echo "$prefix" > "$KAMP_CACHE_DIR/kokkos-$backend.prefix"

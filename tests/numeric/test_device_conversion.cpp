@@ -69,8 +69,8 @@ converted convert_on(const ExecSpace& space, const std::vector<float>& xs) {
 
 }  // namespace kamp::test
 
-TEMPLATE_LIST_TEST_CASE("conversions in kernels equal the host path bit for bit", "[numeric][kokkos]",
-                        kamp::test::execution_spaces) {
+TEMPLATE_TEST_CASE("conversions in kernels equal the host path bit for bit", "[numeric][kokkos]",
+                        KAMP_TEST_EXECUTION_SPACES) {
   const auto xs = kamp::test::fp32_inputs();
   auto check = [&](auto format) {
     using T = decltype(format);

@@ -3,26 +3,30 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <tuple>
-
-namespace kamp::test {
-
-// Every execution space this Kokkos was built with; tests are TEMPLATE_LIST_TEST_CASEs over it.
-using execution_spaces = std::tuple<
+// Every execution space this Kokkos was built with, as a comma-separated type list for
+// TEMPLATE_TEST_CASE (a macro rather than a std::tuple so that test names show the space).
 #ifdef KOKKOS_ENABLE_CUDA
-    Kokkos::Cuda,
+#define KAMP_TEST_SPACE_CUDA Kokkos::Cuda,
+#else
+#define KAMP_TEST_SPACE_CUDA
 #endif
 #ifdef KOKKOS_ENABLE_HIP
-    Kokkos::Experimental::HIP,
+#define KAMP_TEST_SPACE_HIP Kokkos::Experimental::HIP,
+#else
+#define KAMP_TEST_SPACE_HIP
 #endif
 #ifdef KOKKOS_ENABLE_OPENMP
-    Kokkos::OpenMP,
+#define KAMP_TEST_SPACE_OPENMP Kokkos::OpenMP,
+#else
+#define KAMP_TEST_SPACE_OPENMP
 #endif
 #ifdef KOKKOS_ENABLE_THREADS
-    Kokkos::Threads,
+#define KAMP_TEST_SPACE_THREADS Kokkos::Threads,
+#else
+#define KAMP_TEST_SPACE_THREADS
 #endif
-    Kokkos::Serial>;
 
-}  // namespace kamp::test
+#define KAMP_TEST_EXECUTION_SPACES \
+  KAMP_TEST_SPACE_CUDA KAMP_TEST_SPACE_HIP KAMP_TEST_SPACE_OPENMP KAMP_TEST_SPACE_THREADS Kokkos::Serial
 
 #endif

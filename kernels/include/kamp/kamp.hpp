@@ -3,5 +3,6 @@
 
 #include <kamp/config.hpp>
 #include <kamp/numeric.hpp>
+#include <kamp/kernels.hpp>
 
 #endif

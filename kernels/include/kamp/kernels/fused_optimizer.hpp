@@ -1,0 +1,237 @@
+#ifndef KAMP_KERNELS_FUSED_OPTIMIZER_HPP
+#define KAMP_KERNELS_FUSED_OPTIMIZER_HPP
+
+#include <kamp/kernels/cast.hpp>
+#include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/gradient_check.hpp>
+#include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/kernels/rounding_options.hpp>
+#include <kamp/numeric/convert.hpp>
+#include <kamp/numeric/counter_random.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace kamp {
+
+/// \brief Where the exact weights live and how the model copy is written.
+enum class weight_update {
+  master,      ///< fp32 master weights; the model copy is rounded from them (rounding_options.mode)
+  nearest,     ///< no master: weights updated in their own precision, round-to-nearest-even
+  stochastic,  ///< no master: stochastic rounding keeps small updates in expectation
+  kahan        ///< no master: a compensation buffer (model precision) carries what rounding lost
+};
+
+/// \brief How this step's gradients are turned into the optimizer's input, all read on the device.
+template <class MemorySpace>
+struct gradient_control {
+  Kokkos::View<const loss_scale_state, MemorySpace> scaler;  ///< empty: the gradients are not loss-scaled
+  Kokkos::View<const gradient_check, MemorySpace> check;     ///< empty: never skip, no clipping
+  bool grads_unscaled = false;  ///< true when unscale_and_check already unscaled the gradients in place
+  float max_norm = 0.0f;        ///< > 0: scale the gradients so their global L2 norm is at most this
+};
+
+namespace detail {
+
+/// What the one-thread prepare task computes for the flat update kernel.
+template <class Rule>
+struct step_scalars {
+  int skip;             ///< found_inf: the update kernel returns without touching anything
+  float grad_factor;    ///< 1/scale (unless already unscaled) times the clip coefficient
+  float grad_norm;      ///< global L2 norm of the unscaled gradients (0 if not computed)
+  std::int64_t t;       ///< 1-based number of this step
+  typename Rule::scalars rule;
+};
+
+}  // namespace detail
+
+/// \brief A fused optimizer over flat buffers: every step is one small device task (step count,
+/// bias corrections, skip and clip decisions) and one kernel over the flat range that reads the
+/// gradients once and writes each state array once.
+///
+/// \tparam Rule   the update rule (kamp::adamw_rule, kamp::sgd_rule)
+/// \tparam Model  element type of the weights the model computes with (fp32, bf16, fp16)
+/// \tparam Grad   element type of the gradients
+/// \tparam Moment element type of the optimizer moments (fp32, or bf16 for pure-bf16 training)
+///
+/// When the step's gradient check found an inf/NaN the step does nothing at all: weights,
+/// moments and the step count stay bitwise unchanged. The optimizer owns its state (master,
+/// moments, compensation, step), sized to the range it updates: for a sharded run that is the
+/// rank's shard of the flat buffers.
+template <class Rule, class Model, class Grad, class Moment = float,
+          class MemorySpace = typename Kokkos::DefaultExecutionSpace::memory_space>
+class fused_optimizer {
+ public:
+  using hyperparameters = typename Rule::hyperparameters;
+  using scalars_view = Kokkos::View<detail::step_scalars<Rule>, MemorySpace>;
+
+  fused_optimizer(std::size_t n, const hyperparameters& hyper, weight_update update = weight_update::master,
+                  rounding_options rounding = {})
+      : n_(n), hyper_(hyper), update_(update), rounding_(rounding), step_("kamp::optimizer::step"),
+        scalars_("kamp::optimizer::scalars") {
+    Rule::validate(hyper_);
+    if (update == weight_update::master) master_ = Kokkos::View<float*, MemorySpace>("kamp::optimizer::master", n);
+    if (update == weight_update::kahan) {
+      if (std::is_same_v<Model, float>)
+        throw std::invalid_argument("kamp::fused_optimizer: Kahan compensation is for 16-bit weights; fp32 weights need none");
+      compensation_ = Kokkos::View<Model*, MemorySpace>("kamp::optimizer::compensation", n);
+    }
+    moment1_ = Kokkos::View<Moment*, MemorySpace>("kamp::optimizer::moment1", n);
+    if (Rule::moments > 1) moment2_ = Kokkos::View<Moment*, MemorySpace>("kamp::optimizer::moment2", n);
+  }
+
+  /// Sets the weights: the master (if any) to `weights` exactly, the model copy rounded from them.
+  template <class ExecutionSpace>
+  void initialize(const ExecutionSpace& space, const Kokkos::View<const float*, MemorySpace>& weights,
+                  const Kokkos::View<Model*, MemorySpace>& model) const {
+    check_size("initialize: weights", weights.extent(0));
+    check_size("initialize: model", model.extent(0));
+    if (master_.extent(0) > 0) Kokkos::deep_copy(space, master_, weights);
+    cast(space, model, weights);
+  }
+
+  /// One optimizer step with learning rate `lr`. Labels `kamp::<rule>::prepare`, `kamp::<rule>::update`.
+  template <class ExecutionSpace>
+  void step(const ExecutionSpace& space, const Kokkos::View<Model*, MemorySpace>& model,
+            const Kokkos::View<const Grad*, MemorySpace>& grads, const gradient_control<MemorySpace>& control,
+            float lr) const;
+
+  std::size_t size() const { return n_; }
+  weight_update update_kind() const { return update_; }
+  const hyperparameters& hyper() const { return hyper_; }
+  Kokkos::View<float*, MemorySpace> master() const { return master_; }
+  Kokkos::View<Moment*, MemorySpace> moment1() const { return moment1_; }
+  Kokkos::View<Moment*, MemorySpace> moment2() const { return moment2_; }
+  Kokkos::View<Model*, MemorySpace> compensation() const { return compensation_; }
+  Kokkos::View<std::int64_t, MemorySpace> step_count() const { return step_; }
+  /// Steps taken (skipped ones excluded); waits for the device.
+  std::int64_t host_step_count() const {
+    std::int64_t s;
+    Kokkos::deep_copy(s, step_);
+    return s;
+  }
+  /// The global gradient norm the last step saw (before clipping); waits for the device.
+  float host_last_grad_norm() const {
+    detail::step_scalars<Rule> s;
+    Kokkos::deep_copy(s, scalars_);
+    return s.grad_norm;
+  }
+
+ private:
+  void check_size(const char* what, std::size_t got) const {
+    if (got != n_)
+      throw std::invalid_argument(std::string("kamp::fused_optimizer::") + what + " has " + std::to_string(got) +
+                                  " elements, the optimizer was made for " + std::to_string(n_));
+  }
+
+  std::size_t n_;
+  hyperparameters hyper_;
+  weight_update update_;
+  rounding_options rounding_;
+  Kokkos::View<float*, MemorySpace> master_;
+  Kokkos::View<Moment*, MemorySpace> moment1_, moment2_;
+  Kokkos::View<Model*, MemorySpace> compensation_;
+  Kokkos::View<std::int64_t, MemorySpace> step_;
+  scalars_view scalars_;
+};
+
+template <class Rule, class Model, class Grad, class Moment, class MemorySpace>
+template <class ExecutionSpace>
+void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const ExecutionSpace& space,
+                                                                   const Kokkos::View<Model*, MemorySpace>& model,
+                                                                   const Kokkos::View<const Grad*, MemorySpace>& grads,
+                                                                   const gradient_control<MemorySpace>& control,
+                                                                   float lr) const {
+  check_size("step: model", model.extent(0));
+  check_size("step: grads", grads.extent(0));
+  if (control.max_norm > 0.0f && control.check.data() == nullptr)
+    throw std::invalid_argument("kamp::fused_optimizer::step: clipping (max_norm > 0) needs a gradient check with the norm");
+  if (!(lr >= 0.0f) || !is_finite(lr))
+    throw std::invalid_argument("kamp::fused_optimizer::step: learning rate must be finite and >= 0, got " + std::to_string(lr));
+
+  // 1. One device task: decide skip, the gradient factor and the rule's step scalars.
+  const auto scalars = scalars_;
+  const auto step = step_;
+  const auto hyper = hyper_;
+  const auto scaler = control.scaler;
+  const auto check = control.check;
+  const bool unscaled = control.grads_unscaled;
+  const float max_norm = control.max_norm;
+  detail::single_task(Rule::prepare_label, space, KOKKOS_LAMBDA() {
+    detail::step_scalars<Rule> s;
+    s.skip = check.data() != nullptr && check().found_inf != 0;
+    s.grad_norm = check.data() != nullptr ? static_cast<float>(sqrt(static_cast<double>(check().norm_squared))) : 0.0f;
+    const float inv_scale =
+        (scaler.data() != nullptr && !unscaled) ? static_cast<float>(1.0 / static_cast<double>(scaler().scale)) : 1.0f;
+    // torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), capped at 1.
+    const float clip = (max_norm > 0.0f && s.grad_norm > max_norm) ? max_norm / (s.grad_norm + 1e-6f) : 1.0f;
+    s.grad_factor = inv_scale * clip;
+    s.t = step() + 1;
+    s.rule = Rule::prepare(hyper, lr, s.t);
+    scalars() = s;
+    if (!s.skip) step() = s.t;
+  });
+
+  // 2. One kernel over the flat range.
+  constexpr std::size_t c = detail::elements_per_work_item<ExecutionSpace>::value;
+  constexpr bool two_moments = Rule::moments > 1;
+  const std::size_t n = n_;
+  const weight_update update = update_;
+  const rounding_options round_opts = rounding_;
+  Model* const model_ptr = model.data();
+  const Grad* const grad_ptr = grads.data();
+  float* const master_ptr = master_.data();
+  Moment* const m1_ptr = moment1_.data();
+  Moment* const m2_ptr = moment2_.data();
+  Model* const comp_ptr = compensation_.data();
+  Kokkos::parallel_for(
+      Rule::update_label, detail::work_item_policy<ExecutionSpace>(space, 0, detail::work_items<ExecutionSpace>(n)),
+      KOKKOS_LAMBDA(std::int64_t k) {
+        const detail::step_scalars<Rule> s = scalars();
+        if (s.skip) return;
+        const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
+        Model* KAMP_RESTRICT w_lo = model_ptr;
+        const Grad* KAMP_RESTRICT g_lo = grad_ptr;
+        float* KAMP_RESTRICT w32 = master_ptr;
+        Moment* KAMP_RESTRICT m1 = m1_ptr;
+        Moment* KAMP_RESTRICT m2 = m2_ptr;
+        Model* KAMP_RESTRICT comp = comp_ptr;
+        const std::uint64_t seed = round_opts.seed + static_cast<std::uint64_t>(s.t) * 0x9e3779b97f4a7c15ull;
+        for (std::size_t i = begin; i < end; ++i) {
+          const float g = to_float(g_lo[i]) * s.grad_factor;
+          float first = to_float(m1[i]);
+          float second = two_moments ? to_float(m2[i]) : 0.0f;
+          const float w = update == weight_update::master ? w32[i] : to_float(w_lo[i]);
+          const float updated = Rule::apply(s.rule, w, g, first, second);
+          m1[i] = from_float<Moment>(first);
+          if (two_moments) m2[i] = from_float<Moment>(second);
+          if (update == weight_update::master) {
+            w32[i] = updated;
+            w_lo[i] = round_opts.mode == rounding::stochastic
+                          ? from_float_stochastic<Model>(updated, counter_random(seed, round_opts.stream_offset + i))
+                          : from_float<Model>(updated);
+          } else if (update == weight_update::kahan) {
+            // Kahan summation: add the carried remainder to this step's change, store the
+            // rounded weight, carry what the rounding lost (exact in fp32: both are 16-bit).
+            const float y = (updated - w) + to_float(comp[i]);
+            const Model stored = from_float<Model>(w + y);
+            comp[i] = from_float<Model>(y - (to_float(stored) - w));
+            w_lo[i] = stored;
+          } else if (update == weight_update::stochastic) {
+            w_lo[i] = from_float_stochastic<Model>(updated, counter_random(seed, round_opts.stream_offset + i));
+          } else {
+            w_lo[i] = from_float<Model>(updated);
+          }
+        }
+      });
+}
+
+}  // namespace kamp
+
+#endif

@@ -1,0 +1,93 @@
+#ifndef KAMP_KERNELS_UNSCALE_AND_CHECK_HPP
+#define KAMP_KERNELS_UNSCALE_AND_CHECK_HPP
+
+#include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/gradient_check.hpp>
+#include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/numeric/convert.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace kamp {
+
+/// What unscale_and_check writes and computes.
+struct unscale_options {
+  bool in_place = true;      ///< grad <- grad * (1/scale); false: only check (the optimizer unscales)
+  bool compute_norm = true;  ///< also the global L2 norm of the unscaled gradients, for clipping
+};
+
+namespace detail {
+
+// A functor rather than a lambda: the reduction value is a struct, and Kokkos 3.4 needs a
+// volatile join for it that Kokkos 4 no longer uses, so both are provided.
+template <class Grad, class ExecutionSpace>
+struct unscale_and_check_functor {
+  using value_type = gradient_check;
+  Grad* grads;
+  Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space> scaler;
+  std::size_t n;
+  unscale_options options;
+
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const {
+    v.found_inf = 0;
+    v.norm_squared = 0.0f;
+  }
+  KOKKOS_INLINE_FUNCTION void join(value_type& dst, const value_type& src) const {
+    dst.found_inf = dst.found_inf > src.found_inf ? dst.found_inf : src.found_inf;
+    dst.norm_squared += src.norm_squared;
+  }
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dst, const volatile value_type& src) const {
+    dst.found_inf = dst.found_inf > src.found_inf ? dst.found_inf : src.found_inf;
+    dst.norm_squared += src.norm_squared;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t k, value_type& v) const {
+    constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
+    const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
+    // PyTorch's convention: the reciprocal is taken in double and rounded once to float.
+    const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scaler().scale));
+    Grad* KAMP_RESTRICT g = grads;
+    float sum = 0.0f;
+    int bad = 0;
+    for (std::size_t i = begin; i < end; ++i) {
+      const float x = to_float(g[i]);
+      const float y = x * inv_scale;
+      bad |= (is_finite(x) && is_finite(y)) ? 0 : 1;
+      if (options.compute_norm) sum += y * y;
+      if (options.in_place) g[i] = from_float<Grad>(y);
+    }
+    v.found_inf = v.found_inf | bad;
+    v.norm_squared += sum;
+  }
+};
+
+}  // namespace detail
+
+/// \brief One fused pass over a flat gradient buffer: multiply by 1/scale in fp32, detect any
+/// inf/NaN (input or result), and optionally accumulate the global L2 norm² in fp32.
+///
+/// \param grads   (N) gradients in fp32, bf16 or fp16; overwritten when options.in_place
+/// \param scaler  the loss scaler's device state (its scale is read on the device)
+/// \param result  device scalar that receives {found_inf, norm²}; nothing waits for it
+/// One launch, label `kamp::unscale_and_check`.
+template <class ExecutionSpace, class Grad, class... Props>
+void unscale_and_check(const ExecutionSpace& space, const Kokkos::View<Grad*, Props...>& grads,
+                       const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler,
+                       const Kokkos::View<gradient_check, typename ExecutionSpace::memory_space>& result,
+                       const unscale_options& options = {}) {
+  static_assert(!std::is_const_v<Grad>, "kamp::unscale_and_check: gradients must be writable");
+  static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Grad*, Props...>::memory_space>::accessible,
+                "kamp::unscale_and_check: gradients must be accessible from the execution space");
+  detail::unscale_and_check_functor<Grad, ExecutionSpace> f{grads.data(), scaler, grads.extent(0), options};
+  Kokkos::parallel_reduce("kamp::unscale_and_check",
+                          detail::work_item_policy<ExecutionSpace>(space, 0, detail::work_items<ExecutionSpace>(grads.extent(0))),
+                          f, result);
+}
+
+}  // namespace kamp
+
+#endif
