@@ -95,3 +95,16 @@ TEST_CASE("counter_random words are uniform and depend only on (seed, counter)",
   for (const int b : buckets) chi2 += (b - n / 16.0) * (b - n / 16.0) / (n / 16.0);
   CHECK(chi2 < 44.3);
 }
+
+TEST_CASE("the bf16 stochastic fast path equals the generic definition", "[numeric]") {
+  // narrow_stochastic_generic works for any format and serves fp16; bf16 has a shortcut.
+  std::uint64_t mismatches = 0;
+  for (std::uint64_t i = 0; i < 4000000; ++i) {
+    const std::uint32_t u = kamp::counter_random(21, i), r = kamp::counter_random(22, i);
+    const float x = kamp::test::float_of(u);
+    const auto fast = kamp::from_float_stochastic<kamp::bf16>(x, r).bits;
+    const auto generic = kamp::detail::narrow_stochastic_generic<kamp::bf16>(x, r);
+    mismatches += fast == generic ? 0 : 1;
+  }
+  CHECK(mismatches == 0);
+}
