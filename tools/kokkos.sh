@@ -15,7 +15,22 @@ case "$backend" in host|hip|cuda) ;; *) kamp_die "unknown backend '$backend'" "u
 src_root="$KAMP_CACHE_DIR/src/kokkos-$KAMP_KOKKOS_VERSION"
 prefix="$KAMP_CACHE_DIR/install/kokkos-$KAMP_KOKKOS_VERSION-$backend"
 # The stamp changes whenever the build recipe does, so an old cache is rebuilt rather than trusted.
-stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=5"
+# Kokkos passes its host arch flags (-march=...) on to everything built against it; without
+# them the 16-bit conversions compile to SSE2 only. KAMP_KOKKOS_HOST_ARCH overrides the guess
+# (a Kokkos arch name such as SKX, ZEN2, HSW, or "none").
+detect_host_arch() {
+  local flags vendor
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  vendor=$(grep -m1 '^vendor_id' /proc/cpuinfo 2>/dev/null || true)
+  if [[ $vendor == *AuthenticAMD* && $flags == *" avx2 "* ]]; then echo ZEN2
+  elif [[ $flags == *" avx512f "* ]]; then echo SKX
+  elif [[ $flags == *" avx2 "* ]]; then echo HSW
+  fi
+}
+host_arch=${KAMP_KOKKOS_HOST_ARCH:-$(detect_host_arch)}
+[ "$host_arch" = none ] && host_arch=
+stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=6"
+[ "$backend" = host ] && stamp_text+=" arch=${host_arch:-none}"
 [ "$backend" = cuda ] && stamp_text+=" patch=$(sha256sum "$KAMP_REPO_DIR/tools/patches/kokkos-3.4.01-cuda13.patch" | cut -c1-16)"
 
 fetch_sources() {
@@ -86,7 +101,8 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" -DC
         -DCMAKE_CXX_EXTENSIONS=OFF -DKokkos_ENABLE_SERIAL=ON -DBUILD_SHARED_LIBS=OFF
         -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 case "$backend" in
-  host) backend_flags=(-DKokkos_ENABLE_OPENMP=ON) ;;
+  host) backend_flags=(-DKokkos_ENABLE_OPENMP=ON)
+        [ -n "$host_arch" ] && backend_flags+=("-DKokkos_ARCH_$host_arch=ON") ;;
   hip)
     command -v hipcc >/dev/null || kamp_die "hipcc not found" "install Debian's hipcc package (tools/gpu-compile-check.sh hip does this)"
     backend_flags=(-DCMAKE_CXX_COMPILER=hipcc -DKokkos_ENABLE_HIP=ON -DKokkos_ARCH_VEGA908=ON) ;;

@@ -60,20 +60,24 @@ void check_finite(const Kokkos::View<T*, memory>& g, const Kokkos::View<gradient
 
 }  // namespace
 
-double triad_gbs(std::size_t n, int repeat) {
-  auto a = filled<float>("kamp::bench::a", n, 0.0f);
-  auto b = filled<float>("kamp::bench::b", n, 1.0f);
-  auto c = filled<float>("kamp::bench::c", n, 2.0f);
+stream_triad::stream_triad(std::size_t n)
+    : a_(filled<float>("kamp::bench::a", n, 0.0f)), b_(filled<float>("kamp::bench::b", n, 1.0f)),
+      c_(filled<float>("kamp::bench::c", n, 2.0f)) {}
+
+void stream_triad::operator()() const {
+  const auto a = a_, b = b_, c = c_;
   const float s = 3.0f;
-  const double seconds = median_seconds(repeat, [&] {
-    Kokkos::parallel_for(
-        "kamp::bench::triad", Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, n),
-        KOKKOS_LAMBDA(std::int64_t i) { a(i) = b(i) + s * c(i); });
-  });
-  return 3.0 * sizeof(float) * n / seconds / 1e9;
+  Kokkos::parallel_for(
+      "kamp::bench::triad", Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, a.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i) { a(i) = b(i) + s * c(i); });
 }
 
-void amp_kernels(report& out, std::size_t n_requested, int repeat, double triad) {
+void amp_kernels(report& out, std::size_t n_requested, int repeat, const stream_triad& triad) {
+  const auto timed = [&](const std::string& name, double bytes, const auto& body, const std::string& note = "") {
+    const paired_timing t = time_against(repeat, body, triad);
+    out.bandwidth(name, bytes, t, triad.bytes(), note);
+    return t;
+  };
   const tensor_table table = hundred_tensors(n_requested);
   const std::size_t n = table.flat_size();
   const exec space;
@@ -82,10 +86,9 @@ void amp_kernels(report& out, std::size_t n_requested, int repeat, double triad)
   {
     auto src = filled<float>("kamp::bench::src", n, 1.1f);
     Kokkos::View<bf16*, memory> dst(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kamp::bench::dst"), n);
-    out.bandwidth("cast fp32->bf16 (RNE)", 6.0 * n, median_seconds(repeat, [&] { cast(space, dst, src); }), triad);
+    timed("cast fp32->bf16 (RNE)", 6.0 * n, [&] { cast(space, dst, src); });
     const rounding_options sr{rounding::stochastic, 1, 0};
-    out.bandwidth("cast fp32->bf16 (stochastic)", 6.0 * n, median_seconds(repeat, [&] { cast(space, dst, src, sr); }),
-                  triad);
+    timed("cast fp32->bf16 (stochastic)", 6.0 * n, [&] { cast(space, dst, src, sr); });
   }
 
   loss_scaler_options scaler_options;
@@ -96,14 +99,11 @@ void amp_kernels(report& out, std::size_t n_requested, int repeat, double triad)
     auto g16 = filled<bf16>("kamp::bench::grads_bf16", n, 0.5f);
     auto g32 = filled<float>("kamp::bench::grads_fp32", n, 0.5f);
     const auto state = scaler.state();
-    out.bandwidth("unscale_and_check bf16 in place + norm", 4.0 * n,
-                  median_seconds(repeat, [&] { unscale_and_check(space, g16, state, check); }), triad);
-    out.bandwidth("unscale_and_check bf16 in place, no norm", 4.0 * n,
-                  median_seconds(repeat, [&] { unscale_and_check(space, g16, state, check, {true, false}); }), triad);
-    out.bandwidth("unscale_and_check fp32 in place + norm", 8.0 * n,
-                  median_seconds(repeat, [&] { unscale_and_check(space, g32, state, check); }), triad);
-    out.bandwidth("check only (bf16, read) + norm", 2.0 * n,
-                  median_seconds(repeat, [&] { unscale_and_check(space, g16, state, check, {false, true}); }), triad);
+    timed("unscale_and_check fp32 in place + norm", 8.0 * n, [&] { unscale_and_check(space, g32, state, check); });
+    timed("unscale_and_check fp32 in place, no norm", 8.0 * n,
+          [&] { unscale_and_check(space, g32, state, check, {true, false}); });
+    timed("unscale_and_check bf16 in place + norm", 4.0 * n, [&] { unscale_and_check(space, g16, state, check); });
+    timed("check only (bf16, read) + norm", 2.0 * n, [&] { unscale_and_check(space, g16, state, check, {false, true}); });
   }
 
   {
@@ -115,31 +115,27 @@ void amp_kernels(report& out, std::size_t n_requested, int repeat, double triad)
     opt.initialize(space, w, model);
     const gradient_control<memory> control{scaler.state(), check, false, 1.0f};
     Kokkos::deep_copy(check, gradient_check{0, 1.0f});
-    const double fused_update = median_seconds(repeat, [&] { opt.step(space, model, grads, control, 1e-4f); });
-    out.bandwidth("AdamW fp32 master update (bf16 grads/copy)", 28.0 * n, fused_update, triad);
+    timed("AdamW fp32 master update (bf16 grads/copy)", 28.0 * n, [&] { opt.step(space, model, grads, control, 1e-4f); });
 
     adamw<bf16, bf16, bf16, memory> pure(n, {}, weight_update::kahan);
     pure.initialize(space, w, model);
-    out.bandwidth("AdamW pure bf16 + Kahan (bf16 m, v)", 20.0 * n,
-                  median_seconds(repeat, [&] { pure.step(space, model, grads, {}, 1e-4f); }), triad);
+    timed("AdamW pure bf16 + Kahan (bf16 m, v)", 20.0 * n, [&] { pure.step(space, model, grads, {}, 1e-4f); });
 
     // What fusion buys, per training step after backward: fused = one check pass (read-only,
     // with the norm) + the update that unscales on the fly; unfused = scale pass + finite-check
     // pass + norm pass + the update.
-    const double fused = median_seconds(repeat, [&] {
+    const paired_timing fused = timed("step, fused (check + update)", 30.0 * n, [&] {
       unscale_and_check(space, grads, scaler.state(), check, {false, true});
       opt.step(space, model, grads, control, 1e-4f);
     });
     const gradient_control<memory> unscaled{scaler.state(), check, true, 1.0f};
-    const double unfused = median_seconds(repeat, [&] {
+    const paired_timing unfused = timed("step, unfused (scale, check, norm, update)", 36.0 * n, [&] {
       scale_in_place(grads, scaler.state());
       check_finite(grads, check);
       opt.step(space, model, grads, unscaled, 1e-4f);
     });
-    out.bandwidth("step, fused (check + update)", 30.0 * n, fused, triad, "2 flat launches");
-    out.bandwidth("step, unfused (scale, check, norm, update)", 36.0 * n, unfused, triad,
-                  "4 flat launches; time x" + std::to_string(unfused / fused).substr(0, 4) + " of fused");
-    out.value("amp.fusion_speedup", unfused / fused);
+    std::printf("  fusion: the unfused step takes %.2f x the time of the fused one\n", unfused.seconds / fused.seconds);
+    out.value("amp.fusion_speedup", unfused.seconds / fused.seconds);
   }
 }
 

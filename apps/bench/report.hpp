@@ -11,20 +11,36 @@
 
 namespace kamp::bench {
 
-/// Median wall time of `repeat` runs of `body` (after one warm-up), each fenced.
+/// Times `body` against `reference` in alternation (one warm-up each, then `repeat` pairs),
+/// so both see the same machine state on a shared, noisy host. Returns the median of the
+/// per-pair ratios (reference time / body time) and the median body time.
+struct paired_timing {
+  double seconds;
+  double speed_ratio;  ///< how many times faster body ran than reference, per pair, median
+};
+
 template <class Body>
-double median_seconds(int repeat, const Body& body) {
+double fenced_seconds(const Body& body) {
+  Kokkos::Timer timer;
   body();
   Kokkos::fence();
-  std::vector<double> t;
+  return timer.seconds();
+}
+
+template <class Body, class Reference>
+paired_timing time_against(int repeat, const Body& body, const Reference& reference) {
+  fenced_seconds(reference);
+  fenced_seconds(body);
+  std::vector<double> t, ratio;
   for (int r = 0; r < repeat; ++r) {
-    Kokkos::Timer timer;
-    body();
-    Kokkos::fence();
-    t.push_back(timer.seconds());
+    const double ref = fenced_seconds(reference);
+    const double s = fenced_seconds(body);
+    t.push_back(s);
+    ratio.push_back(ref / s);
   }
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  std::sort(ratio.begin(), ratio.end());
+  return {t[t.size() / 2], ratio[ratio.size() / 2]};
 }
 
 /// Collects results; every figure is also given as a ratio to the reference measured in the same run.
@@ -32,12 +48,15 @@ class report {
  public:
   explicit report(nlohmann::json context) : doc_{{"context", std::move(context)}, {"results", nlohmann::json::array()}} {}
 
-  /// A bandwidth result: bytes read + written per run.
-  void bandwidth(const std::string& name, double bytes, double seconds, double reference_gbs, const std::string& note = "") {
-    const double gbs = bytes / seconds / 1e9;
-    doc_["results"].push_back({{"name", name}, {"kind", "bandwidth"}, {"bytes", bytes}, {"seconds", seconds},
-                               {"gb_per_s", gbs}, {"ratio_to_triad", gbs / reference_gbs}, {"note", note}});
-    std::printf("  %-44s %8.2f GB/s  %5.2f x triad  %8.3f ms  %s\n", name.c_str(), gbs, gbs / reference_gbs, seconds * 1e3,
+  /// A bandwidth result: `bytes` read + written per run; `triad` ran in alternation with it.
+  void bandwidth(const std::string& name, double bytes, const paired_timing& t, double triad_bytes,
+                 const std::string& note = "") {
+    const double gbs = bytes / t.seconds / 1e9;
+    // GB/s ratio = (bytes / t) / (triad_bytes / t_triad) = speed ratio * bytes / triad_bytes
+    const double ratio = t.speed_ratio * bytes / triad_bytes;
+    doc_["results"].push_back({{"name", name}, {"kind", "bandwidth"}, {"bytes", bytes}, {"seconds", t.seconds},
+                               {"gb_per_s", gbs}, {"ratio_to_triad", ratio}, {"note", note}});
+    std::printf("  %-44s %8.2f GB/s  %5.2f x triad  %8.3f ms  %s\n", name.c_str(), gbs, ratio, t.seconds * 1e3,
                 note.c_str());
   }
   void value(const std::string& name, const nlohmann::json& v) { doc_["results"].push_back({{"name", name}, {"value", v}}); }

@@ -5,6 +5,7 @@
 #include <kamp/kernels/rounding_options.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/counter_random.hpp>
+#include <kamp/numeric/element_access.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -14,6 +15,38 @@
 #include <type_traits>
 
 namespace kamp {
+
+namespace detail {
+
+template <rounding Mode, class ExecutionSpace, class Out, class In>
+std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options) {
+  constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
+  const std::uint64_t seed = options.seed, offset = options.stream_offset;
+  std::size_t overflowed = 0;
+  Kokkos::parallel_reduce(
+      "kamp::cast", work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
+      KOKKOS_LAMBDA(std::int64_t k, std::size_t& count) {
+        const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
+        Out* KAMP_RESTRICT dst = out;
+        const In* KAMP_RESTRICT src = in;
+        std::uint32_t local = 0;  // 32-bit: a work item has at most 2048 elements, and the sum vectorizes 8-wide
+        for (std::size_t i = begin; i < end; ++i) {
+          const float x = load_float(src + i);
+          bool finite;
+          if constexpr (Mode == rounding::stochastic) {
+            finite = store_stochastic(dst + i, x, counter_random(seed, offset + i));
+          } else {
+            finite = store_nearest(dst + i, x);
+          }
+          local += (is_finite(x) && !finite) ? 1 : 0;
+        }
+        count += local;
+      },
+      overflowed);
+  return overflowed;
+}
+
+}  // namespace detail
 
 /// \brief out(i) = in(i) converted, for fp32 <-> bf16/fp16 (and same-type copies).
 ///
@@ -32,31 +65,10 @@ std::size_t cast(const ExecutionSpace& space, const Kokkos::View<Out*, OutProps.
   if (out.extent(0) != in.extent(0))
     throw std::invalid_argument("kamp::cast: output '" + out.label() + "' has " + std::to_string(out.extent(0)) +
                                 " elements but input '" + in.label() + "' has " + std::to_string(in.extent(0)));
-  const std::size_t n = in.extent(0);
-  std::size_t overflowed = 0;
-  if (n == 0) return overflowed;
-
-  constexpr std::size_t c = detail::elements_per_work_item<ExecutionSpace>::value;
-  out_value* KAMP_RESTRICT dst = out.data();
-  const in_value* KAMP_RESTRICT src = in.data();
-  const bool stochastic = options.mode == rounding::stochastic;
-  const std::uint64_t seed = options.seed, offset = options.stream_offset;
-  Kokkos::parallel_reduce(
-      "kamp::cast", detail::work_item_policy<ExecutionSpace>(space, 0, detail::work_items<ExecutionSpace>(n)),
-      KOKKOS_LAMBDA(std::int64_t k, std::size_t& count) {
-        const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
-        std::size_t local = 0;
-        for (std::size_t i = begin; i < end; ++i) {
-          const float x = to_float(src[i]);
-          const out_value y = stochastic ? from_float_stochastic<out_value>(x, counter_random(seed, offset + i))
-                                         : from_float<out_value>(x);
-          dst[i] = y;
-          local += (is_finite(x) && !is_finite(y)) ? 1 : 0;
-        }
-        count += local;
-      },
-      overflowed);
-  return overflowed;
+  const in_value* src = in.data();
+  return options.mode == rounding::stochastic
+             ? detail::cast_kernel<rounding::stochastic>(space, out.data(), src, in.extent(0), options)
+             : detail::cast_kernel<rounding::nearest_even>(space, out.data(), src, in.extent(0), options);
 }
 
 }  // namespace kamp

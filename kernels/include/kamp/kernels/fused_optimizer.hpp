@@ -8,6 +8,7 @@
 #include <kamp/kernels/rounding_options.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/counter_random.hpp>
+#include <kamp/numeric/element_access.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -48,6 +49,79 @@ struct step_scalars {
   std::int64_t t;       ///< 1-based number of this step
   typename Rule::scalars rule;
 };
+
+}  // namespace detail
+
+namespace detail {
+
+enum class store_scheme { master_nearest, master_stochastic, nearest, stochastic, kahan };
+
+template <class Model, class Grad, class Moment>
+struct optimizer_arrays {
+  Model* model;
+  const Grad* grads;
+  float* master;
+  Moment* moment1;
+  Moment* moment2;
+  Model* compensation;
+};
+
+/// The flat update: per element, load the gradient, apply the factor, run the rule in fp32 on
+/// the master (or the widened weight), store moments and weights per the scheme.
+template <class Rule, store_scheme Scheme, class ExecutionSpace, class Model, class Grad, class Moment, class ScalarsView>
+void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Grad, Moment>& a, const ScalarsView& scalars,
+                  std::size_t n, const rounding_options& rounding) {
+  constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
+  constexpr bool two_moments = Rule::moments > 1;
+  constexpr bool has_master = Scheme == store_scheme::master_nearest || Scheme == store_scheme::master_stochastic;
+  constexpr bool stochastic = Scheme == store_scheme::master_stochastic || Scheme == store_scheme::stochastic;
+  const std::uint64_t base_seed = rounding.seed, stream_offset = rounding.stream_offset;
+  Kokkos::parallel_for(
+      Rule::update_label, work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
+      KOKKOS_LAMBDA(std::int64_t k) {
+        const step_scalars<Rule> s = scalars();
+        if (s.skip) return;
+        const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
+        Model* KAMP_RESTRICT w_lo = a.model;
+        const Grad* KAMP_RESTRICT g_lo = a.grads;
+        float* KAMP_RESTRICT w32 = a.master;
+        Moment* KAMP_RESTRICT m1 = a.moment1;
+        Moment* KAMP_RESTRICT m2 = a.moment2;
+        Model* KAMP_RESTRICT comp = a.compensation;
+        // A fresh random stream every step (s.t), the same for every backend and shard layout.
+        const std::uint64_t seed = base_seed + static_cast<std::uint64_t>(s.t) * 0x9e3779b97f4a7c15ull;
+        const float factor = s.grad_factor;
+        const typename Rule::scalars rule = s.rule;
+        KAMP_SIMD()
+        for (std::size_t i = begin; i < end; ++i) {
+          const float g = load_float(g_lo + i) * factor;
+          float first = load_float(m1 + i);
+          float second = 0.0f;
+          if constexpr (two_moments) second = load_float(m2 + i);
+          float w;
+          if constexpr (has_master) {
+            w = w32[i];
+          } else {
+            w = load_float(w_lo + i);
+          }
+          const float updated = Rule::apply(rule, w, g, first, second);
+          store_nearest(m1 + i, first);
+          if constexpr (two_moments) store_nearest(m2 + i, second);
+          if constexpr (has_master) w32[i] = updated;
+          if constexpr (Scheme == store_scheme::kahan) {
+            // Kahan summation: add the carried remainder to this step's change, store the
+            // rounded weight, carry what the rounding lost (exact in fp32: both are 16-bit).
+            const float y = (updated - w) + load_float(comp + i);
+            store_nearest(w_lo + i, w + y);
+            store_nearest(comp + i, y - (load_float(w_lo + i) - w));
+          } else if constexpr (stochastic) {
+            store_stochastic(w_lo + i, updated, counter_random(seed, stream_offset + i));
+          } else {
+            store_nearest(w_lo + i, updated);
+          }
+        }
+      });
+}
 
 }  // namespace detail
 
@@ -178,58 +252,29 @@ void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const Executi
     if (!s.skip) step() = s.t;
   });
 
-  // 2. One kernel over the flat range.
-  constexpr std::size_t c = detail::elements_per_work_item<ExecutionSpace>::value;
-  constexpr bool two_moments = Rule::moments > 1;
-  const std::size_t n = n_;
-  const weight_update update = update_;
-  const rounding_options round_opts = rounding_;
-  Model* const model_ptr = model.data();
-  const Grad* const grad_ptr = grads.data();
-  float* const master_ptr = master_.data();
-  Moment* const m1_ptr = moment1_.data();
-  Moment* const m2_ptr = moment2_.data();
-  Model* const comp_ptr = compensation_.data();
-  Kokkos::parallel_for(
-      Rule::update_label, detail::work_item_policy<ExecutionSpace>(space, 0, detail::work_items<ExecutionSpace>(n)),
-      KOKKOS_LAMBDA(std::int64_t k) {
-        const detail::step_scalars<Rule> s = scalars();
-        if (s.skip) return;
-        const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
-        Model* KAMP_RESTRICT w_lo = model_ptr;
-        const Grad* KAMP_RESTRICT g_lo = grad_ptr;
-        float* KAMP_RESTRICT w32 = master_ptr;
-        Moment* KAMP_RESTRICT m1 = m1_ptr;
-        Moment* KAMP_RESTRICT m2 = m2_ptr;
-        Model* KAMP_RESTRICT comp = comp_ptr;
-        const std::uint64_t seed = round_opts.seed + static_cast<std::uint64_t>(s.t) * 0x9e3779b97f4a7c15ull;
-        for (std::size_t i = begin; i < end; ++i) {
-          const float g = to_float(g_lo[i]) * s.grad_factor;
-          float first = to_float(m1[i]);
-          float second = two_moments ? to_float(m2[i]) : 0.0f;
-          const float w = update == weight_update::master ? w32[i] : to_float(w_lo[i]);
-          const float updated = Rule::apply(s.rule, w, g, first, second);
-          m1[i] = from_float<Moment>(first);
-          if (two_moments) m2[i] = from_float<Moment>(second);
-          if (update == weight_update::master) {
-            w32[i] = updated;
-            w_lo[i] = round_opts.mode == rounding::stochastic
-                          ? from_float_stochastic<Model>(updated, counter_random(seed, round_opts.stream_offset + i))
-                          : from_float<Model>(updated);
-          } else if (update == weight_update::kahan) {
-            // Kahan summation: add the carried remainder to this step's change, store the
-            // rounded weight, carry what the rounding lost (exact in fp32: both are 16-bit).
-            const float y = (updated - w) + to_float(comp[i]);
-            const Model stored = from_float<Model>(w + y);
-            comp[i] = from_float<Model>(y - (to_float(stored) - w));
-            w_lo[i] = stored;
-          } else if (update == weight_update::stochastic) {
-            w_lo[i] = from_float_stochastic<Model>(updated, counter_random(seed, round_opts.stream_offset + i));
-          } else {
-            w_lo[i] = from_float<Model>(updated);
-          }
-        }
-      });
+  // 2. One kernel over the flat range, instantiated per storage scheme so that its inner
+  // loop has no branches.
+  using detail::store_scheme;
+  const bool sr = rounding_.mode == rounding::stochastic;
+  const store_scheme scheme = update_ == weight_update::master
+                                  ? (sr ? store_scheme::master_stochastic : store_scheme::master_nearest)
+                                  : update_ == weight_update::kahan    ? store_scheme::kahan
+                                  : update_ == weight_update::stochastic ? store_scheme::stochastic
+                                                                         : store_scheme::nearest;
+  const detail::optimizer_arrays<Model, Grad, Moment> arrays{model.data(),   grads.data(),   master_.data(),
+                                                            moment1_.data(), moment2_.data(), compensation_.data()};
+  switch (scheme) {
+    case store_scheme::master_nearest:
+      return detail::fused_update<Rule, store_scheme::master_nearest>(space, arrays, scalars_, n_, rounding_);
+    case store_scheme::master_stochastic:
+      return detail::fused_update<Rule, store_scheme::master_stochastic>(space, arrays, scalars_, n_, rounding_);
+    case store_scheme::nearest:
+      return detail::fused_update<Rule, store_scheme::nearest>(space, arrays, scalars_, n_, rounding_);
+    case store_scheme::stochastic:
+      return detail::fused_update<Rule, store_scheme::stochastic>(space, arrays, scalars_, n_, rounding_);
+    case store_scheme::kahan:
+      return detail::fused_update<Rule, store_scheme::kahan>(space, arrays, scalars_, n_, rounding_);
+  }
 }
 
 }  // namespace kamp

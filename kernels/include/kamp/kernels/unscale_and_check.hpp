@@ -5,6 +5,7 @@
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/numeric/convert.hpp>
+#include <kamp/numeric/element_access.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -23,14 +24,14 @@ struct unscale_options {
 namespace detail {
 
 // A functor rather than a lambda: the reduction value is a struct, and Kokkos 3.4 needs a
-// volatile join for it that Kokkos 4 no longer uses, so both are provided.
-template <class Grad, class ExecutionSpace>
+// volatile join for it that Kokkos 4 no longer uses, so both are provided. InPlace and Norm are
+// template parameters so the inner loop has no branches and vectorizes.
+template <bool InPlace, bool Norm, class Grad, class ExecutionSpace>
 struct unscale_and_check_functor {
   using value_type = gradient_check;
   Grad* grads;
   Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space> scaler;
   std::size_t n;
-  unscale_options options;
 
   KOKKOS_INLINE_FUNCTION void init(value_type& v) const {
     v.found_inf = 0;
@@ -53,17 +54,27 @@ struct unscale_and_check_functor {
     Grad* KAMP_RESTRICT g = grads;
     float sum = 0.0f;
     int bad = 0;
+    KAMP_SIMD(reduction(+ : sum) reduction(| : bad))
     for (std::size_t i = begin; i < end; ++i) {
-      const float x = to_float(g[i]);
+      const float x = load_float(g + i);
       const float y = x * inv_scale;
       bad |= (is_finite(x) && is_finite(y)) ? 0 : 1;
-      if (options.compute_norm) sum += y * y;
-      if (options.in_place) g[i] = from_float<Grad>(y);
+      if constexpr (Norm) sum += y * y;
+      if constexpr (InPlace) store_nearest(g + i, y);
     }
     v.found_inf = v.found_inf | bad;
     v.norm_squared += sum;
   }
 };
+
+template <bool InPlace, bool Norm, class ExecutionSpace, class Grad>
+void unscale_and_check_launch(const ExecutionSpace& space, Grad* grads, std::size_t n,
+                              const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler,
+                              const Kokkos::View<gradient_check, typename ExecutionSpace::memory_space>& result) {
+  unscale_and_check_functor<InPlace, Norm, Grad, ExecutionSpace> f{grads, scaler, n};
+  Kokkos::parallel_reduce("kamp::unscale_and_check",
+                          work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)), f, result);
+}
 
 }  // namespace detail
 
@@ -82,10 +93,15 @@ void unscale_and_check(const ExecutionSpace& space, const Kokkos::View<Grad*, Pr
   static_assert(!std::is_const_v<Grad>, "kamp::unscale_and_check: gradients must be writable");
   static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Grad*, Props...>::memory_space>::accessible,
                 "kamp::unscale_and_check: gradients must be accessible from the execution space");
-  detail::unscale_and_check_functor<Grad, ExecutionSpace> f{grads.data(), scaler, grads.extent(0), options};
-  Kokkos::parallel_reduce("kamp::unscale_and_check",
-                          detail::work_item_policy<ExecutionSpace>(space, 0, detail::work_items<ExecutionSpace>(grads.extent(0))),
-                          f, result);
+  const std::size_t n = grads.extent(0);
+  if (options.in_place && options.compute_norm)
+    detail::unscale_and_check_launch<true, true>(space, grads.data(), n, scaler, result);
+  else if (options.in_place)
+    detail::unscale_and_check_launch<true, false>(space, grads.data(), n, scaler, result);
+  else if (options.compute_norm)
+    detail::unscale_and_check_launch<false, true>(space, grads.data(), n, scaler, result);
+  else
+    detail::unscale_and_check_launch<false, false>(space, grads.data(), n, scaler, result);
 }
 
 }  // namespace kamp

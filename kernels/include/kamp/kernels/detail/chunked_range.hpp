@@ -10,6 +10,16 @@
 // bandwidth-bound kernels; every supported compiler (gcc, clang, nvcc, hipcc) spells it so.
 #define KAMP_RESTRICT __restrict__
 
+// Lets a host compiler vectorize an fp32 reduction loop (which reorders the additions into a
+// few partial sums, as a GPU's tree reduction does too). Only where OpenMP is compiled in, and
+// never in device code, where each work item handles one element anyway.
+#define KAMP_DETAIL_PRAGMA(x) _Pragma(#x)
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define KAMP_SIMD(...) KAMP_DETAIL_PRAGMA(omp simd __VA_ARGS__)
+#else
+#define KAMP_SIMD(...)
+#endif
+
 namespace kamp::detail {
 
 /// Elements one work item processes. GPUs want one element per thread (coalesced loads); CPU

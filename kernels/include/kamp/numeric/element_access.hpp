@@ -1,0 +1,47 @@
+#ifndef KAMP_NUMERIC_ELEMENT_ACCESS_HPP
+#define KAMP_NUMERIC_ELEMENT_ACCESS_HPP
+
+#include <kamp/numeric/detail/bit_cast.hpp>
+#include <kamp/numeric/detail/rounding.hpp>
+#include <kamp/numeric/format.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+// Loads and stores of array elements as fp32, for kernels' inner loops. They touch the 16-bit
+// word itself rather than copying the struct, which is what lets host compilers vectorize the
+// loops (gcc does not vectorize aggregate copies).
+namespace kamp {
+
+KOKKOS_INLINE_FUNCTION float load_float(const float* p) { return *p; }
+template <int E>
+KOKKOS_INLINE_FUNCTION float load_float(const float16<E>* p) {
+  return detail::bits_to_float(detail::widen_bits<float16<E>>(p->bits));
+}
+
+/// Stores x rounded to nearest even (exact for float); returns whether the stored value is finite.
+KOKKOS_INLINE_FUNCTION bool store_nearest(float* p, float x) {
+  *p = x;
+  return (detail::float_to_bits(x) & 0x7f800000u) != 0x7f800000u;
+}
+template <int E>
+KOKKOS_INLINE_FUNCTION bool store_nearest(float16<E>* p, float x) {
+  const std::uint16_t bits = detail::narrow_bits<float16<E>>(x, detail::rounding_mode::nearest_even, 0);
+  p->bits = bits;
+  return (bits & 0x7fffu) < format_traits<float16<E>>::infinity_bits;
+}
+
+/// Stores x rounded stochastically with the random word `random` (exact for float); returns
+/// whether the stored value is finite.
+KOKKOS_INLINE_FUNCTION bool store_stochastic(float* p, float x, std::uint32_t) { return store_nearest(p, x); }
+template <int E>
+KOKKOS_INLINE_FUNCTION bool store_stochastic(float16<E>* p, float x, std::uint32_t random) {
+  const std::uint16_t bits = detail::narrow_bits<float16<E>>(x, detail::rounding_mode::stochastic, random);
+  p->bits = bits;
+  return (bits & 0x7fffu) < format_traits<float16<E>>::infinity_bits;
+}
+
+}  // namespace kamp
+
+#endif
