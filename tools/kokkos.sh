@@ -22,8 +22,9 @@ detect_host_arch() {
   local flags vendor
   flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
   vendor=$(grep -m1 '^vendor_id' /proc/cpuinfo 2>/dev/null || true)
-  if [[ $vendor == *AuthenticAMD* && $flags == *" avx2 "* ]]; then echo ZEN2
-  elif [[ $flags == *" avx512f "* ]]; then echo SKX
+  # SKX (-march=skylake-avx512) also runs on AMD Zen 4 and later, which have its AVX-512 subsets.
+  if [[ $flags == *" avx512bw "* && $flags == *" avx512vl "* ]]; then echo SKX
+  elif [[ $vendor == *AuthenticAMD* && $flags == *" avx2 "* ]]; then echo ZEN2
   elif [[ $flags == *" avx2 "* ]]; then echo HSW
   fi
 }

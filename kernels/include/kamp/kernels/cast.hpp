@@ -29,12 +29,14 @@ std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std
         const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
         Out* KAMP_RESTRICT dst = out;
         const In* KAMP_RESTRICT src = in;
+        // Read the captures outside `if constexpr`: nvcc forbids a first capture inside it.
+        const std::uint64_t stream_seed = seed, first_index = offset;
         std::uint32_t local = 0;  // 32-bit: a work item has at most 2048 elements, and the sum vectorizes 8-wide
         for (std::size_t i = begin; i < end; ++i) {
           const float x = load_float(src + i);
           bool finite;
           if constexpr (Mode == rounding::stochastic) {
-            finite = store_stochastic(dst + i, x, counter_random(seed, offset + i));
+            finite = store_stochastic(dst + i, x, counter_random(stream_seed, first_index + i));
           } else {
             finite = store_nearest(dst + i, x);
           }

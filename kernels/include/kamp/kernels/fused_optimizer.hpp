@@ -56,6 +56,11 @@ namespace detail {
 
 enum class store_scheme { master_nearest, master_stochastic, nearest, stochastic, kahan };
 
+// Functions, not constexpr locals: nvcc's extended lambdas may not capture a variable for the
+// first time inside `if constexpr`, and a constexpr local would be such a capture.
+constexpr bool has_master(store_scheme s) { return s == store_scheme::master_nearest || s == store_scheme::master_stochastic; }
+constexpr bool is_stochastic(store_scheme s) { return s == store_scheme::master_stochastic || s == store_scheme::stochastic; }
+
 template <class Model, class Grad, class Moment>
 struct optimizer_arrays {
   Model* model;
@@ -72,9 +77,6 @@ template <class Rule, store_scheme Scheme, class ExecutionSpace, class Model, cl
 void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Grad, Moment>& a, const ScalarsView& scalars,
                   std::size_t n, const rounding_options& rounding) {
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
-  constexpr bool two_moments = Rule::moments > 1;
-  constexpr bool has_master = Scheme == store_scheme::master_nearest || Scheme == store_scheme::master_stochastic;
-  constexpr bool stochastic = Scheme == store_scheme::master_stochastic || Scheme == store_scheme::stochastic;
   const std::uint64_t base_seed = rounding.seed, stream_offset = rounding.stream_offset;
   Kokkos::parallel_for(
       Rule::update_label, work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
@@ -90,6 +92,7 @@ void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Gra
         Model* KAMP_RESTRICT comp = a.compensation;
         // A fresh random stream every step (s.t), the same for every backend and shard layout.
         const std::uint64_t seed = base_seed + static_cast<std::uint64_t>(s.t) * 0x9e3779b97f4a7c15ull;
+        const std::uint64_t first_index = stream_offset;
         const float factor = s.grad_factor;
         const typename Rule::scalars rule = s.rule;
         KAMP_SIMD()
@@ -97,25 +100,25 @@ void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Gra
           const float g = load_float(g_lo + i) * factor;
           float first = load_float(m1 + i);
           float second = 0.0f;
-          if constexpr (two_moments) second = load_float(m2 + i);
+          if constexpr (Rule::moments > 1) second = load_float(m2 + i);
           float w;
-          if constexpr (has_master) {
+          if constexpr (has_master(Scheme)) {
             w = w32[i];
           } else {
             w = load_float(w_lo + i);
           }
           const float updated = Rule::apply(rule, w, g, first, second);
           store_nearest(m1 + i, first);
-          if constexpr (two_moments) store_nearest(m2 + i, second);
-          if constexpr (has_master) w32[i] = updated;
+          if constexpr (Rule::moments > 1) store_nearest(m2 + i, second);
+          if constexpr (has_master(Scheme)) w32[i] = updated;
           if constexpr (Scheme == store_scheme::kahan) {
             // Kahan summation: add the carried remainder to this step's change, store the
             // rounded weight, carry what the rounding lost (exact in fp32: both are 16-bit).
             const float y = (updated - w) + load_float(comp + i);
             store_nearest(w_lo + i, w + y);
             store_nearest(comp + i, y - (load_float(w_lo + i) - w));
-          } else if constexpr (stochastic) {
-            store_stochastic(w_lo + i, updated, counter_random(seed, stream_offset + i));
+          } else if constexpr (is_stochastic(Scheme)) {
+            store_stochastic(w_lo + i, updated, counter_random(seed, first_index + i));
           } else {
             store_nearest(w_lo + i, updated);
           }
