@@ -29,7 +29,10 @@ kamp_apt_install() {
       "run this script as root, or ask an administrator to run: apt-get install ${missing[*]}"
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq || kamp_die "apt-get update failed" "check /etc/apt/sources.list.d and network access to Debian's mirror"
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    || kamp_die "apt-get install failed for: ${missing[*]}" "read apt's message above; the package names are Debian 12 (bookworm) names"
+  mkdir -p "$KAMP_CACHE_DIR"
+  local log="$KAMP_CACHE_DIR/apt.log"
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1 \
+    || { tail -n 20 "$log"; kamp_die "apt-get failed installing: ${missing[*]} (log: $log)" \
+           "read apt's message above; check network access to Debian's mirror (package names are bookworm's)"; }
+  echo "installed ${#missing[@]} packages (apt log: $log)"
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build and test kamp on an NVIDIA GPU machine that cannot download anything.
 #   tools/gpu-check.sh --prepare   (here, with network) copy what the GPU machine lacks into ./carry:
-#                                  the extracted Kokkos 3.4.01 sources and Catch2's header + CMake files
+#                                  the extracted Kokkos 3.4.01 sources and the header-only libraries the
+#                                  tests and benchmarks use (Catch2, CLI11, nlohmann-json) from Debian
 #   tools/gpu-check.sh             (on the GPU machine) build Kokkos for CUDA (+OpenMP), build kamp,
-#                                  run the whole test suite and the main job on the GPU
+#                                  run the whole test suite, the main job and kamp-bench on the GPU
 # The GPU machine needs nvcc (CUDA_HOME, default /usr/local/cuda), CMake >= 3.16, ninja and a C++17 host compiler.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,10 +13,11 @@ carry="$here/carry"
 if [ "${1:-}" = --prepare ]; then
   source "$here/tools/common.sh"
   "$here/tools/setup.sh"
-  rm -rf "$carry" && mkdir -p "$carry/cache/src" "$carry/catch2/include" "$carry/catch2/lib/cmake"
+  rm -rf "$carry" && mkdir -p "$carry/cache/src" "$carry/deps/include" "$carry/deps/lib/cmake" "$carry/deps/share/cmake"
   cp -r "$KAMP_CACHE_DIR/src/kokkos-$KAMP_KOKKOS_VERSION" "$carry/cache/src/"
-  cp -r /usr/include/catch2 "$carry/catch2/include/"
-  cp -r /usr/lib/cmake/Catch2 "$carry/catch2/lib/cmake/"
+  cp -r /usr/include/catch2 /usr/include/CLI /usr/include/nlohmann "$carry/deps/include/"
+  cp -r /usr/lib/cmake/Catch2 "$carry/deps/lib/cmake/"
+  cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$carry/deps/share/cmake/"
   du -sh "$carry"
   exit 0
 fi
@@ -31,7 +33,7 @@ echo "== Kokkos built after $(( $(date +%s) - t0 )) s"
 
 build="$carry/build-cuda"
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" \
-  -DKokkos_ROOT="$prefix" -DCMAKE_PREFIX_PATH="$carry/catch2" >"$build.log" 2>&1 || { tail -n 30 "$build.log"; exit 1; }
+  -DKokkos_ROOT="$prefix" -DCMAKE_PREFIX_PATH="$carry/deps" >"$build.log" 2>&1 || { tail -n 30 "$build.log"; exit 1; }
 cmake --build "$build" -j "$KAMP_JOBS" >>"$build.log" 2>&1 || { grep -A4 error "$build.log" | head -n 60; exit 1; }
 echo "== kamp built after $(( $(date +%s) - t0 )) s"
 
@@ -39,4 +41,5 @@ export OMP_PROC_BIND=spread OMP_PLACES=threads
 (cd "$build" && ctest --output-on-failure) | tee "$build/ctest.log"
 echo "== tests done after $(( $(date +%s) - t0 )) s"
 "$build/apps/kamp-demo"
+"$build/apps/kamp-bench" --json "${OUT:-$carry}/kamp-bench-cuda.json"
 echo "== gpu-check done after $(( $(date +%s) - t0 )) s"

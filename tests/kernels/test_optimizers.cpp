@@ -6,22 +6,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/data.hpp"
 #include "../support/execution_spaces.hpp"
 #include "../support/views.hpp"
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 namespace {
-
-std::vector<float> random_vector(std::size_t n, float sd, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // torch.optim.AdamW, in double.
 struct adamw_reference {
@@ -68,20 +60,13 @@ double max_relative_error(const std::vector<float>& got, const std::vector<doubl
   return worst;
 }
 
-template <class T>
-std::vector<T> narrowed(const std::vector<float>& x) {
-  std::vector<T> out(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) out[i] = kamp::from_float<T>(x[i]);
-  return out;
-}
-
 }  // namespace
 
 TEMPLATE_TEST_CASE("AdamW with fp32 master matches fp64 torch.optim.AdamW", "[kernels]",
                         KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 4099;
-  const auto w0 = random_vector(n, 0.5f, 1);
+  const auto w0 = kamp::test::normal_values(n, 0.5f, 1);
   kamp::adamw_options o;
   o.weight_decay = 0.1f;
   kamp::adamw<kamp::bf16, float, float, memory> opt(n, o);
@@ -90,7 +75,7 @@ TEMPLATE_TEST_CASE("AdamW with fp32 master matches fp64 torch.optim.AdamW", "[ke
 
   adamw_reference ref{o, std::vector<double>(w0.begin(), w0.end()), std::vector<double>(n), std::vector<double>(n)};
   for (int step = 0; step < 10; ++step) {
-    const auto g = random_vector(n, 0.1f, 100 + step);
+    const auto g = kamp::test::normal_values(n, 0.1f, 100 + step);
     const float lr = 1e-3f * (step + 1);
     opt.step(TestType(), model, kamp::test::to_device<float, TestType>(g, "g"), {}, lr);
     ref.step(std::vector<double>(g.begin(), g.end()), lr);
@@ -108,7 +93,7 @@ TEMPLATE_TEST_CASE("AdamW with fp32 master matches fp64 torch.optim.AdamW", "[ke
 TEMPLATE_TEST_CASE("SGD variants match fp64 torch.optim.SGD", "[kernels]", KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 3001;
-  const auto w0 = random_vector(n, 0.5f, 2);
+  const auto w0 = kamp::test::normal_values(n, 0.5f, 2);
   for (const kamp::sgd_options o : {kamp::sgd_options{0.0f, 0.0f, 0.0f, false}, kamp::sgd_options{0.9f, 0.0f, 1e-2f, false},
                                     kamp::sgd_options{0.9f, 0.1f, 0.0f, false}, kamp::sgd_options{0.9f, 0.0f, 1e-3f, true}}) {
     kamp::sgd<float, float, float, memory> opt(n, o, kamp::weight_update::nearest);
@@ -116,7 +101,7 @@ TEMPLATE_TEST_CASE("SGD variants match fp64 torch.optim.SGD", "[kernels]", KAMP_
     opt.initialize(TestType(), kamp::test::to_device<float, TestType>(w0, "w0"), model);
     sgd_reference ref{o, std::vector<double>(w0.begin(), w0.end()), std::vector<double>(n)};
     for (int step = 0; step < 8; ++step) {
-      const auto g = random_vector(n, 0.1f, 200 + step);
+      const auto g = kamp::test::normal_values(n, 0.1f, 200 + step);
       opt.step(TestType(), model, kamp::test::to_device<float, TestType>(g, "g"), {}, 0.05f);
       ref.step(std::vector<double>(g.begin(), g.end()), 0.05);
     }
@@ -130,8 +115,8 @@ TEMPLATE_TEST_CASE("optimizer applies 1/scale and the clip coefficient from devi
                         KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 2500;
-  const auto w0 = random_vector(n, 0.5f, 3);
-  const auto g = random_vector(n, 1.0f, 4);  // global norm ~ 50, clipped to 1
+  const auto w0 = kamp::test::normal_values(n, 0.5f, 3);
+  const auto g = kamp::test::normal_values(n, 1.0f, 4);  // global norm ~ 50, clipped to 1
   const float scale = 4096.0f, max_norm = 1.0f;
   std::vector<float> scaled(n);
   for (std::size_t i = 0; i < n; ++i) scaled[i] = g[i] * scale;  // exact: power of two
@@ -140,7 +125,7 @@ TEMPLATE_TEST_CASE("optimizer applies 1/scale and the clip coefficient from devi
   so.init_scale = scale;
   kamp::loss_scaler<memory> scaler(so);
   Kokkos::View<kamp::gradient_check, memory> check("check");
-  auto grads = kamp::test::to_device<kamp::fp16, TestType>(narrowed<kamp::fp16>(scaled), "grads");
+  auto grads = kamp::test::to_device<kamp::fp16, TestType>(kamp::test::narrowed<kamp::fp16>(scaled), "grads");
   kamp::unscale_and_check(TestType(), grads, scaler.state(), check, {/*in_place=*/false, /*compute_norm=*/true});
 
   kamp::sgd<kamp::fp16, kamp::fp16, float, memory> opt(n, {});
@@ -149,7 +134,7 @@ TEMPLATE_TEST_CASE("optimizer applies 1/scale and the clip coefficient from devi
   kamp::gradient_control<memory> control{scaler.state(), check, false, max_norm};
   opt.step(TestType(), model, grads, control, 0.1f);
 
-  const auto host_grads = narrowed<kamp::fp16>(scaled);
+  const auto host_grads = kamp::test::narrowed<kamp::fp16>(scaled);
   double norm2 = 0;
   for (const auto h : host_grads) norm2 += std::pow(double(kamp::to_float(h)) / scale, 2);
   const double norm = std::sqrt(norm2), clip = max_norm / (norm + 1e-6);
@@ -163,7 +148,7 @@ TEMPLATE_TEST_CASE("a step with inf/NaN gradients changes nothing, bit for bit",
                         KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 5000;
-  const auto w0 = random_vector(n, 0.5f, 5);
+  const auto w0 = kamp::test::normal_values(n, 0.5f, 5);
   kamp::adamw<kamp::bf16, kamp::bf16, float, memory> opt(n, {}, kamp::weight_update::master,
                                                           {kamp::rounding::stochastic, 1, 0});
   Kokkos::View<kamp::bf16*, memory> model("model", n);
@@ -172,7 +157,7 @@ TEMPLATE_TEST_CASE("a step with inf/NaN gradients changes nothing, bit for bit",
   Kokkos::View<kamp::gradient_check, memory> check("check");
   const kamp::gradient_control<memory> control{scaler.state(), check, false, 1.0f};
 
-  auto good = narrowed<kamp::bf16>(random_vector(n, 1000.0f, 6));
+  auto good = kamp::test::narrowed<kamp::bf16>(kamp::test::normal_values(n, 1000.0f, 6));
   auto grads = kamp::test::to_device<kamp::bf16, TestType>(good, "grads");
   kamp::unscale_and_check(TestType(), grads, scaler.state(), check, {false, true});
   opt.step(TestType(), model, grads, control, 1e-3f);  // one real step, so the moments are non-zero
@@ -241,7 +226,7 @@ TEMPLATE_TEST_CASE("pure bf16 AdamW with bf16 moments tracks the fp32 run", "[ke
                         KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 2048;
-  const auto w0 = random_vector(n, 0.5f, 8);
+  const auto w0 = kamp::test::normal_values(n, 0.5f, 8);
   kamp::adamw<float, float, float, memory> exact(n, {}, kamp::weight_update::nearest);
   kamp::adamw<kamp::bf16, float, kamp::bf16, memory> pure(n, {}, kamp::weight_update::kahan);
   Kokkos::View<float*, memory> model32("model32", n);
@@ -249,7 +234,7 @@ TEMPLATE_TEST_CASE("pure bf16 AdamW with bf16 moments tracks the fp32 run", "[ke
   exact.initialize(TestType(), kamp::test::to_device<float, TestType>(w0, "w0"), model32);
   pure.initialize(TestType(), kamp::test::to_device<float, TestType>(w0, "w0"), model16);
   for (int s = 0; s < 50; ++s) {
-    const auto g = kamp::test::to_device<float, TestType>(random_vector(n, 0.1f, 300 + s), "g");
+    const auto g = kamp::test::to_device<float, TestType>(kamp::test::normal_values(n, 0.1f, 300 + s), "g");
     exact.step(TestType(), model32, g, {}, 1e-3f);
     pure.step(TestType(), model16, g, {}, 1e-3f);
   }

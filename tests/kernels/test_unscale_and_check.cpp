@@ -3,28 +3,20 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/data.hpp"
 #include "../support/execution_spaces.hpp"
 #include "../support/views.hpp"
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 namespace {
 
+// Gradients of a loss scaled by `scale`: N(0, 1e-3) values times the scale.
 std::vector<float> gradients(std::size_t n, float scale) {
-  std::mt19937 rng(5);
-  std::normal_distribution<float> d(0.0f, 1e-3f);
-  std::vector<float> g(n);
-  for (auto& v : g) v = d(rng) * scale;
+  auto g = kamp::test::normal_values(n, 1e-3f, 5);
+  for (auto& v : g) v *= scale;
   return g;
-}
-
-template <class T>
-std::vector<T> narrowed(const std::vector<float>& x) {
-  std::vector<T> out(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) out[i] = kamp::from_float<T>(x[i]);
-  return out;
 }
 
 }  // namespace
@@ -42,7 +34,7 @@ TEMPLATE_TEST_CASE("unscale_and_check multiplies by 1/scale and sums squares in 
 
   auto run = [&](auto format) {
     using T = decltype(format);
-    const auto host_in = narrowed<T>(x);
+    const auto host_in = kamp::test::narrowed<T>(x);
     auto g = kamp::test::to_device<T, TestType>(host_in, "grads");
     kamp::unscale_and_check(TestType(), g, scaler.state(), result);
     const auto r = kamp::test::scalar_to_host(result);
@@ -78,7 +70,7 @@ TEMPLATE_TEST_CASE("unscale_and_check finds every inf and NaN, wherever it is", 
     for (const float bad : {inf, -inf, nan}) {
       auto x = gradients(n, 1.0f);
       x[where] = bad;
-      auto g = kamp::test::to_device<kamp::bf16, TestType>(narrowed<kamp::bf16>(x), "grads");
+      auto g = kamp::test::to_device<kamp::bf16, TestType>(kamp::test::narrowed<kamp::bf16>(x), "grads");
       kamp::unscale_and_check(TestType(), g, scaler.state(), result);
       INFO("bad value " << bad << " at " << where);
       CHECK(kamp::test::scalar_to_host(result).found_inf == 1);
