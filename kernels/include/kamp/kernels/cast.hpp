@@ -18,8 +18,23 @@ namespace kamp {
 
 namespace detail {
 
+/// The smallest fp32 magnitude (as bits) that round-to-nearest-even turns into infinity in T:
+/// T's maximum plus half an ulp (the tie goes up, because the maximum's mantissa is odd).
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr std::uint32_t nearest_overflow_bits() {
+  if constexpr (std::is_same_v<T, float>) {
+    return 0x7f800000u;
+  } else {
+    using t = format_traits<T>;
+    constexpr std::uint32_t max_bits = (std::uint32_t(t::exponent_bias + 127) << 23) |
+                                       (((1u << t::mantissa_bits) - 1) << (23 - t::mantissa_bits));
+    return max_bits + (1u << (22 - t::mantissa_bits));
+  }
+}
+
 template <rounding Mode, class ExecutionSpace, class Out, class In>
 std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options) {
+  using out_value_type = Out;
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   const std::uint64_t seed = options.seed, offset = options.stream_offset;
   std::size_t overflowed = 0;
@@ -34,13 +49,16 @@ std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std
         std::uint32_t local = 0;  // 32-bit: a work item has at most 2048 elements, and the sum vectorizes 8-wide
         for (std::size_t i = begin; i < end; ++i) {
           const float x = load_float(src + i);
-          bool finite;
           if constexpr (Mode == rounding::stochastic) {
-            finite = store_stochastic(dst + i, x, counter_random(stream_seed, first_index + i));
+            const bool finite = store_stochastic(dst + i, x, counter_random(stream_seed, first_index + i));
+            local += (is_finite(x) && !finite) ? 1 : 0;
           } else {
-            finite = store_nearest(dst + i, x);
+            // Round-to-nearest overflows exactly from a fixed input magnitude on; comparing the
+            // input is cheaper than testing the packed result.
+            store_nearest(dst + i, x);
+            const std::uint32_t magnitude = detail::float_to_bits(x) & 0x7fffffffu;
+            local += (magnitude >= nearest_overflow_bits<out_value_type>() && magnitude < 0x7f800000u) ? 1 : 0;
           }
-          local += (is_finite(x) && !finite) ? 1 : 0;
         }
         count += local;
       },
