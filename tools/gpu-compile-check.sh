@@ -14,6 +14,8 @@ case "$backend" in
     kamp_apt_install hipcc libamdhip64-dev
     # hipcc asks rocm_agent_enumerator for the GPU unless a target is given; there is no GPU here.
     export HCC_AMDGPU_TARGET=gfx908
+    # hipcc picks NVIDIA's nvcc as its back end when it finds a CUDA toolkit; this check is for AMD.
+    export HIP_PLATFORM=amd
     compiler=hipcc ;;
   cuda)
     "$KAMP_REPO_DIR/tools/setup.sh"

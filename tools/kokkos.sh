@@ -106,6 +106,7 @@ case "$backend" in
         [ -n "$host_arch" ] && backend_flags+=("-DKokkos_ARCH_$host_arch=ON") ;;
   hip)
     command -v hipcc >/dev/null || kamp_die "hipcc not found" "install Debian's hipcc package (tools/gpu-compile-check.sh hip does this)"
+    export HIP_PLATFORM=${HIP_PLATFORM:-amd}  # else hipcc uses nvcc whenever a CUDA toolkit is present
     backend_flags=(-DCMAKE_CXX_COMPILER=hipcc -DKokkos_ENABLE_HIP=ON -DKokkos_ARCH_VEGA908=ON) ;;
   cuda)
     nvcc_dir=${CUDA_HOME:-/usr/local/cuda}/bin
