@@ -1,0 +1,58 @@
+#ifndef KAMP_KERNELS_TPLS_GEMM_CUBLAS_HPP
+#define KAMP_KERNELS_TPLS_GEMM_CUBLAS_HPP
+
+// fp32/bf16/fp16 GEMMs on CUDA through cublasGemmEx with fp32 compute.
+#include <kamp/config.hpp>
+#include <kamp/kernels/impl/gemm_portable.hpp>
+#include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
+#include <kamp/numeric/format.hpp>
+
+#if defined(KAMP_ENABLE_CUBLAS) && defined(KOKKOS_ENABLE_CUDA)
+#include <cublas_v2.h>
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace kamp::detail {
+
+template <class T>
+constexpr cudaDataType_t cuda_type() {
+  if constexpr (std::is_same_v<T, float>) return CUDA_R_32F;
+  else if constexpr (std::is_same_v<T, bf16>) return CUDA_R_16BF;
+  else return CUDA_R_16F;
+}
+
+/// One cuBLAS handle per process (cublasCreate is expensive); the stream is set per call.
+inline cublasHandle_t cublas_handle() {
+  static cublasHandle_t handle = [] {
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("kamp::gemm: cublasCreate failed");
+    return h;
+  }();
+  return handle;
+}
+
+template <class TA, class TB, class TC>
+struct gemm_tpl<Kokkos::Cuda, TA, TB, TC> {
+  static constexpr bool available = true;
+  static constexpr const char* name = "cublas";
+  static bool accepts(const gemm_problem<TA, TB, TC>& p) { return p.bias == nullptr && p.k > 0; }
+  static void run(const Kokkos::Cuda& space, const gemm_problem<TA, TB, TC>& p) {
+    const cublasHandle_t h = cublas_handle();
+    cublasSetStream(h, space.cuda_stream());
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+    const cublasOperation_t opb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opa = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasStatus_t s = cublasGemmStridedBatchedEx(
+        h, opb, opa, p.n, p.m, p.k, &p.alpha, p.b, cuda_type<TB>(), int(p.ldb), p.stride_b, p.a, cuda_type<TA>(),
+        int(p.lda), p.stride_a, &p.beta, p.c, cuda_type<TC>(), int(p.ldc), p.stride_c, p.batch, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error("kamp::gemm: cublasGemmStridedBatchedEx failed with status " + std::to_string(int(s)));
+  }
+};
+
+}  // namespace kamp::detail
+
+#endif
+#endif

@@ -1,0 +1,146 @@
+// GEMM against an fp64 reference on the same (already rounded) inputs, with the bound
+// |C - C64| <= c * K * 2^-24 * sum_k |a||b|  (+ one rounding of C when C is 16-bit).
+#include <kamp/kernels/gemm.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "../support/data.hpp"
+#include "../support/execution_spaces.hpp"
+#include "../support/views.hpp"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace {
+
+template <class T>
+double unit_roundoff() {
+  if constexpr (std::is_same_v<T, float>) {
+    return std::ldexp(1.0, -24);
+  } else {
+    return std::ldexp(1.0, -kamp::format_traits<T>::mantissa_bits - 1);
+  }
+}
+
+// Runs one GEMM on the device and checks every element against fp64 math.
+template <class ExecSpace, class TA, class TB, class TC>
+void check_gemm(int m, int n, int k, kamp::op op_a, kamp::op op_b, float alpha, float beta, bool with_bias,
+                kamp::gemm_algorithm algorithm) {
+  using memory = typename ExecSpace::memory_space;
+  const bool ta = op_a == kamp::op::transpose, tb = op_b == kamp::op::transpose;
+  const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  const auto a_h = kamp::test::narrowed<TA>(kamp::test::normal_values(std::size_t(ar) * ac, 1.0f, 1 + m + n));
+  const auto b_h = kamp::test::narrowed<TB>(kamp::test::normal_values(std::size_t(br) * bc, 1.0f, 2 + k));
+  auto c0 = kamp::test::narrowed<TC>(kamp::test::normal_values(std::size_t(m) * n, 1.0f, 3));
+  if (beta == 0.0f && !c0.empty()) c0[0] = kamp::from_float<TC>(std::nanf(""));  // must not leak
+  const auto bias_h = kamp::test::normal_values(n, 1.0f, 4);
+
+  Kokkos::View<TA**, Kokkos::LayoutRight, memory> A("A", ar, ac);
+  Kokkos::View<TB**, Kokkos::LayoutRight, memory> B("B", br, bc);
+  Kokkos::View<TC**, Kokkos::LayoutRight, memory> C("C", m, n);
+  Kokkos::deep_copy(A, Kokkos::View<const TA**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(a_h.data(), ar, ac));
+  Kokkos::deep_copy(B, Kokkos::View<const TB**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(b_h.data(), br, bc));
+  Kokkos::deep_copy(C, Kokkos::View<const TC**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(c0.data(), m, n));
+  const auto bias = with_bias ? kamp::test::to_device<float, ExecSpace>(bias_h, "bias") : Kokkos::View<float*, memory>();
+  kamp::gemm(ExecSpace(), op_a, op_b, alpha, A, B, beta, C, bias, algorithm);
+  const auto c_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), C);
+
+  const auto a = [&](int i, int p) { return double(kamp::to_float(ta ? a_h[std::size_t(p) * ac + i] : a_h[std::size_t(i) * ac + p])); };
+  const auto b = [&](int p, int j) { return double(kamp::to_float(tb ? b_h[std::size_t(j) * bc + p] : b_h[std::size_t(p) * bc + j])); };
+  int bad = 0;
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double exact = 0, magnitude = 0;
+      for (int p = 0; p < k; ++p) {
+        exact += a(i, p) * b(p, j);
+        magnitude += std::fabs(a(i, p) * b(p, j));
+      }
+      const double c_old = beta != 0.0f ? kamp::to_float(c0[std::size_t(i) * n + j]) : 0.0;  // may be NaN otherwise
+      const double want = alpha * exact + beta * c_old + (with_bias ? bias_h[j] : 0.0);
+      const double tol = 2.0 * (k + 2) * std::ldexp(1.0, -24) * (std::fabs(alpha) * magnitude + std::fabs(beta * c_old) + 1.0) +
+                         unit_roundoff<TC>() * std::fabs(want);
+      const double got = kamp::to_float(c_h(i, j));
+      if (!(std::fabs(got - want) <= tol) && ++bad <= 5) {
+        INFO(kamp::detail::dtype_name<TA>() << " x " << kamp::detail::dtype_name<TB>() << " -> " << kamp::detail::dtype_name<TC>()
+             << ", " << m << "x" << n << "x" << k << ", op_a " << int(op_a) << ", op_b " << int(op_b) << ", alpha " << alpha
+             << ", beta " << beta);
+        INFO("C(" << i << "," << j << ") = " << got << ", fp64 " << want << ", bound " << tol);
+        CHECK(false);
+      }
+    }
+  }
+  CHECK(bad == 0);
+}
+
+template <class ExecSpace, class TA, class TB, class TC>
+void check_all_shapes(kamp::gemm_algorithm algorithm) {
+  for (const auto oa : {kamp::op::none, kamp::op::transpose})
+    for (const auto ob : {kamp::op::none, kamp::op::transpose})
+      for (const int s : {1, 7, 33, 65, 127}) {
+        INFO("size " << s << " op_a " << int(oa) << " op_b " << int(ob));
+        check_gemm<ExecSpace, TA, TB, TC>(s, s + 2, s + 1, oa, ob, 1.0f, 0.0f, false, algorithm);
+      }
+  check_gemm<ExecSpace, TA, TB, TC>(130, 70, 300, kamp::op::none, kamp::op::transpose, 0.5f, 2.0f, false, algorithm);
+  check_gemm<ExecSpace, TA, TB, TC>(20, 30, 0, kamp::op::none, kamp::op::none, 1.0f, 0.5f, false, algorithm);   // K = 0
+  check_gemm<ExecSpace, TA, TB, TC>(17, 19, 23, kamp::op::transpose, kamp::op::none, -1.5f, 1.0f, true, algorithm);  // bias
+  check_gemm<ExecSpace, TA, TB, TC>(9, 11, 13, kamp::op::none, kamp::op::none, 0.0f, 1.0f, false, algorithm);   // alpha = 0
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("portable gemm, every type combination, all transposes and edge shapes", "[kernels][gemm]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  const auto portable = kamp::gemm_algorithm::portable;
+  check_all_shapes<TestType, kamp::bf16, kamp::bf16, float>(portable);
+  check_all_shapes<TestType, kamp::bf16, kamp::bf16, kamp::bf16>(portable);
+  check_all_shapes<TestType, kamp::fp16, kamp::fp16, kamp::fp16>(portable);
+  check_all_shapes<TestType, float, float, float>(portable);
+  check_gemm<TestType, kamp::bf16, float, kamp::fp16>(33, 65, 127, kamp::op::none, kamp::op::transpose, 1.0f, 0.0f, false, portable);
+  check_gemm<TestType, float, kamp::fp16, kamp::bf16>(65, 33, 7, kamp::op::transpose, kamp::op::none, 1.0f, 1.0f, false, portable);
+}
+
+TEMPLATE_TEST_CASE("gemm with vendor libraries where present agrees with the fp64 bound", "[kernels][gemm]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  const std::string fp32_path = kamp::gemm_path<TestType, float, float, float>();
+  const std::string bf16_path = kamp::gemm_path<TestType, kamp::bf16, kamp::bf16, float>();
+  INFO("fp32 path: " << fp32_path << ", bf16->fp32 path: " << bf16_path);
+  const auto automatic = kamp::gemm_algorithm::automatic;
+  check_all_shapes<TestType, float, float, float>(automatic);
+  check_all_shapes<TestType, kamp::bf16, kamp::bf16, float>(automatic);
+  check_all_shapes<TestType, kamp::fp16, kamp::fp16, float>(automatic);
+}
+
+TEMPLATE_TEST_CASE("strided-batched gemm on head sub-views", "[kernels][gemm]", KAMP_TEST_EXECUTION_SPACES) {
+  using memory = typename TestType::memory_space;
+  // qkv (B*H, T, 3*D) holds q, k and v side by side; attention scores S = q k^T per head.
+  const int batch = 6, t = 37, d = 16;
+  Kokkos::View<kamp::bf16***, Kokkos::LayoutRight, memory> qkv("qkv", batch, t, 3 * d);
+  const auto values = kamp::test::narrowed<kamp::bf16>(kamp::test::normal_values(std::size_t(batch) * t * 3 * d, 1.0f, 9));
+  Kokkos::deep_copy(qkv, Kokkos::View<const kamp::bf16***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                             values.data(), batch, t, 3 * d));
+  const auto q = Kokkos::subview(qkv, Kokkos::ALL, Kokkos::ALL, std::make_pair(0, d));
+  const auto k = Kokkos::subview(qkv, Kokkos::ALL, Kokkos::ALL, std::make_pair(d, 2 * d));
+  Kokkos::View<float***, Kokkos::LayoutRight, memory> s("s", batch, t, t);
+  kamp::gemm_strided_batched(TestType(), kamp::op::none, kamp::op::transpose, 0.25f, q, k, 0.0f, s);
+  const auto s_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s);
+  const auto at = [&](int b, int i, int c) { return double(kamp::to_float(values[(std::size_t(b) * t + i) * 3 * d + c])); };
+  double worst = 0;
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < t; ++i)
+      for (int j = 0; j < t; ++j) {
+        double exact = 0, mag = 0;
+        for (int c = 0; c < d; ++c) {
+          exact += at(b, i, c) * at(b, j, d + c);
+          mag += std::fabs(at(b, i, c) * at(b, j, d + c));
+        }
+        worst = std::max(worst, std::fabs(s_h(b, i, j) - 0.25 * exact) / (0.25 * mag + 1e-30));
+      }
+  CHECK(worst <= 2.0 * (d + 2) * std::ldexp(1.0, -24));
+}
+
+TEST_CASE("gemm rejects mismatched shapes with the dimensions in the message", "[kernels][gemm]") {
+  Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> a("a", 3, 4), b("b", 5, 6), c("c", 3, 6);
+  CHECK_THROWS_WITH(kamp::gemm(Kokkos::DefaultHostExecutionSpace(), kamp::op::none, kamp::op::none, 1.0f, a, b, 0.0f, c),
+                    Catch::Contains("op(A) is 3x4, op(B) is 5x6"));
+}
