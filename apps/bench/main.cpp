@@ -1,6 +1,7 @@
 // kamp-bench: kamp's kernels measured against references run in the same process (STREAM
 // triad for bandwidth-bound kernels), printed as a table and written as JSON.
 #include "amp_kernels.hpp"
+#include "gemm.hpp"
 #include "report.hpp"
 
 #include <kamp/kamp.hpp>
@@ -16,10 +17,15 @@ int main(int argc, char* argv[]) {
   std::size_t elements = std::size_t(1) << 25;
   int repeat = 10;
   std::string json_path;
+  std::string suite = "all";
+  bool large = false;
   app.add_option("--elements", elements, "flat buffer size; >= 2^24 keeps every array above a 32 MiB L3 (default 2^25)")
       ->check(CLI::Range(std::size_t(100000), std::size_t(1) << 31));
   app.add_option("--repeat", repeat, "timed runs per kernel; the median is reported (default 10)")->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "also write the results to this JSON file");
+  app.add_option("--suite", suite, "which benchmarks: amp, gemm or all (default all)")
+      ->check(CLI::IsMember({"amp", "gemm", "all"}));
+  app.add_flag("--large", large, "also GEMM 2048^3 (slow with the portable kernel on few cores)");
   CLI11_PARSE(app, argc, argv);
 
   Kokkos::ScopeGuard kokkos(argc, argv);
@@ -31,12 +37,15 @@ int main(int argc, char* argv[]) {
   std::printf("kamp-bench on %s (concurrency %d), %zu elements, median of %d runs\n",
               Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), elements, repeat);
   kamp::bench::report out(context);
-  const kamp::bench::stream_triad triad(elements);
-  const auto alone = kamp::bench::time_against(repeat, triad, triad);
-  const double triad_gbs = triad.bytes() / alone.seconds / 1e9;
-  out.value("stream_triad_gb_per_s", triad_gbs);
-  std::printf("  %-44s %8.2f GB/s  (reference; every kernel below alternates with it)\n", "STREAM triad fp32", triad_gbs);
-  kamp::bench::amp_kernels(out, elements, repeat, triad);
+  if (suite != "gemm") {
+    const kamp::bench::stream_triad triad(elements);
+    const auto alone = kamp::bench::time_against(repeat, triad, triad);
+    const double triad_gbs = triad.bytes() / alone.seconds / 1e9;
+    out.value("stream_triad_gb_per_s", triad_gbs);
+    std::printf("  %-44s %8.2f GB/s  (reference; every kernel below alternates with it)\n", "STREAM triad fp32", triad_gbs);
+    kamp::bench::amp_kernels(out, elements, repeat, triad);
+  }
+  if (suite != "amp") kamp::bench::gemm_kernels(out, repeat, large);
 
   if (!json_path.empty()) {
     std::ofstream f(json_path);

@@ -20,6 +20,16 @@
 #define KAMP_SIMD(...)
 #endif
 
+// Full unrolling of short fixed-trip loops (GEMM register blocks), so their accumulators
+// live in registers.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__clang__)
+#define KAMP_UNROLL KAMP_DETAIL_PRAGMA(unroll)
+#elif defined(__GNUC__)
+#define KAMP_UNROLL KAMP_DETAIL_PRAGMA(GCC unroll 16)
+#else
+#define KAMP_UNROLL
+#endif
+
 namespace kamp::detail {
 
 /// Elements one work item processes. GPUs want one element per thread (coalesced loads); CPU

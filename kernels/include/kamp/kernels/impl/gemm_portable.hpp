@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_IMPL_GEMM_PORTABLE_HPP
 #define KAMP_KERNELS_IMPL_GEMM_PORTABLE_HPP
 
+#include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/numeric/element_access.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -53,6 +54,29 @@ struct gemm_tiles<Kokkos::Experimental::HIP> {
 };
 #endif
 
+/// Copies a rows x cols block whose source rows are contiguous (src + r*ld + c) into fp32
+/// scratch, at dst[r*cols + c] or, when Transposed, dst[c*rows + r]; zeros outside
+/// (valid_rows, valid_cols), so edge tiles need no special case later. One thread walks rows
+/// with a contiguous inner loop (vectorizable); a GPU team strides over elements (coalesced).
+template <bool Transposed, int TeamSize, class Member, class T>
+KOKKOS_INLINE_FUNCTION void load_tile(const Member& team, float* dst, const T* src, std::int64_t ld, int rows, int cols,
+                                      int valid_rows, int valid_cols) {
+  const auto at = [&](int r, int c) -> float& { return Transposed ? dst[c * rows + r] : dst[r * cols + c]; };
+  if constexpr (TeamSize == 1) {
+    for (int r = 0; r < rows; ++r) {
+      const T* KAMP_RESTRICT row = src + r * ld;
+      const int n = r < valid_rows ? valid_cols : 0;
+      for (int c = 0; c < n; ++c) at(r, c) = load_float(row + c);
+      for (int c = n; c < cols; ++c) at(r, c) = 0.0f;
+    }
+  } else {
+    for (int i = team.team_rank(); i < rows * cols; i += team.team_size()) {
+      const int r = i / cols, c = i % cols;
+      at(r, c) = (r < valid_rows && c < valid_cols) ? load_float(src + r * ld + c) : 0.0f;
+    }
+  }
+}
+
 /// The portable tiled kernel: one team per (batch, tile of C). Per K-tile the team loads op(A)
 /// and op(B) tiles into scratch, converted to fp32 as they are loaded, and accumulates in an
 /// fp32 C tile in scratch through register blocks; the store applies alpha, beta, the bias and
@@ -86,30 +110,40 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
         for (int i = rank; i < TM * TN; i += size) cs(i) = 0.0f;
         for (int k0 = 0; k0 < p.k; k0 += TK) {
           team.team_barrier();
-          for (int i = rank; i < TM * TK; i += size) {
-            const int r = i / TK, kk = i % TK, row = row0 + r, col = k0 + kk;
-            const bool inside = row < p.m && col < p.k;
-            as(i) = inside ? load_float(p.trans_a ? a + col * p.lda + row : a + row * p.lda + col) : 0.0f;
-          }
-          for (int i = rank; i < TK * TN; i += size) {
-            const int kk = i / TN, cc = i % TN, row = k0 + kk, col = col0 + cc;
-            const bool inside = row < p.k && col < p.n;
-            bs(i) = inside ? load_float(p.trans_b ? b + col * p.ldb + row : b + row * p.ldb + col) : 0.0f;
-          }
+          const int kv = p.k - k0 < TK ? p.k - k0 : TK, mv = p.m - row0 < TM ? p.m - row0 : TM,
+                    nv = p.n - col0 < TN ? p.n - col0 : TN;
+          // A scratch: (row, k) at row*TK + k, or k*TM + row when A is transposed (its rows are
+          // then the k index), so the copy always reads contiguous memory.
+          if (p.trans_a)
+            load_tile<false, tiles::team_size>(team, as.data(), a + k0 * p.lda + row0, p.lda, TK, TM, kv, mv);
+          else
+            load_tile<false, tiles::team_size>(team, as.data(), a + row0 * p.lda + k0, p.lda, TM, TK, mv, kv);
+          // B scratch: (k, col) at k*TN + col, contiguous along the register block's columns.
+          if (p.trans_b)
+            load_tile<true, tiles::team_size>(team, bs.data(), b + col0 * p.ldb + k0, p.ldb, TN, TK, nv, kv);
+          else
+            load_tile<false, tiles::team_size>(team, bs.data(), b + k0 * p.ldb + col0, p.ldb, TK, TN, kv, nv);
           team.team_barrier();
           for (int blk = rank; blk < (TM / RM) * (TN / RN); blk += size) {
             const int r0 = blk / (TN / RN) * RM, c0 = blk % (TN / RN) * RN;
             float acc[RM][RN];
+            KAMP_UNROLL
             for (int r = 0; r < RM; ++r)
               for (int cc = 0; cc < RN; ++cc) acc[r][cc] = cs((r0 + r) * TN + c0 + cc);
+            const int a_row_stride = p.trans_a ? 1 : TK, a_k_stride = p.trans_a ? TM : 1;
+            const float* KAMP_RESTRICT a_tile = as.data() + r0 * a_row_stride;
+            const float* KAMP_RESTRICT b_tile = bs.data() + c0;
             for (int kk = 0; kk < TK; ++kk) {
-              float bv[RN];
-              for (int cc = 0; cc < RN; ++cc) bv[cc] = bs(kk * TN + c0 + cc);
+              // The vector dimension is the register block's columns (one SIMD register's worth
+              // on CPUs); rows are unrolled, so acc stays in registers across the K loop.
+              KAMP_UNROLL
               for (int r = 0; r < RM; ++r) {
-                const float av = as((r0 + r) * TK + kk);
-                for (int cc = 0; cc < RN; ++cc) acc[r][cc] += av * bv[cc];
+                const float av = a_tile[r * a_row_stride + kk * a_k_stride];
+                KAMP_SIMD()
+                for (int cc = 0; cc < RN; ++cc) acc[r][cc] += av * b_tile[kk * TN + cc];
               }
             }
+            KAMP_UNROLL
             for (int r = 0; r < RM; ++r)
               for (int cc = 0; cc < RN; ++cc) cs((r0 + r) * TN + c0 + cc) = acc[r][cc];
           }

@@ -1,0 +1,120 @@
+// GEMM throughput against OpenBLAS sgemm and oneDNN (bf16 -> fp32) called directly.
+#include "gemm.hpp"
+
+#include <kamp/kamp.hpp>
+
+#include <cblas.h>
+#ifdef KAMP_ENABLE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace kamp::bench {
+
+namespace {
+
+using exec = Kokkos::DefaultExecutionSpace;
+using memory = exec::memory_space;
+template <class T>
+using matrix = Kokkos::View<T**, Kokkos::LayoutRight, memory>;
+
+struct shape {
+  const char* name;
+  int m, n, k;
+  op a, b;
+};
+
+template <class T>
+matrix<T> random_matrix(const char* label, int rows, int cols) {
+  matrix<T> x(std::string(label), rows, cols);
+  Kokkos::parallel_for(
+      "kamp::bench::fill_matrix", Kokkos::RangePolicy<exec>(0, rows * cols), KOKKOS_LAMBDA(int i) {
+        const float v = float(counter_random(7, i) >> 8) * (1.0f / 16777216.0f) - 0.5f;
+        x.data()[i] = from_float<T>(v);
+      });
+  return x;
+}
+
+#ifdef KAMP_ENABLE_DNNL
+// oneDNN's matmul as a user would call it: primitive built once, executed on plain pointers.
+class dnnl_matmul {
+ public:
+  dnnl_matmul(const shape& s, const bf16* a, const bf16* b, float* c) : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+    using dims = dnnl::memory::dims;
+    using dt = dnnl::memory::data_type;
+    const bool ta = s.a == op::transpose, tb = s.b == op::transpose;
+    const dnnl::memory::desc ad({s.m, s.k}, dt::bf16, ta ? dims{1, s.m} : dims{s.k, 1});
+    const dnnl::memory::desc bd({s.k, s.n}, dt::bf16, tb ? dims{1, s.k} : dims{s.n, 1});
+    const dnnl::memory::desc cd({s.m, s.n}, dt::f32, dims{s.n, 1});
+    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine_));
+    a_ = dnnl::memory(ad, engine_, const_cast<bf16*>(a));
+    b_ = dnnl::memory(bd, engine_, const_cast<bf16*>(b));
+    c_ = dnnl::memory(cd, engine_, c);
+  }
+  void operator()() {
+    primitive_.execute(stream_, {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}});
+    stream_.wait();
+  }
+
+ private:
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  dnnl::matmul primitive_;
+  dnnl::memory a_, b_, c_;
+};
+#endif
+
+}  // namespace
+
+void gemm_kernels(report& out, int repeat, bool large) {
+  std::vector<shape> shapes = {{"forward NN", 2048, 1024, 256, op::none, op::none},
+                               {"forward NT", 2048, 1024, 256, op::none, op::transpose},
+                               {"data-grad NN", 2048, 256, 1024, op::none, op::none},
+                               {"weight-grad TN", 1024, 256, 2048, op::transpose, op::none},
+                               {"square 1024", 1024, 1024, 1024, op::none, op::none}};
+  if (large) shapes.push_back({"square 2048", 2048, 2048, 2048, op::none, op::none});
+  const exec space;
+  std::printf("\n  GEMM (GFLOP/s; ratios from runs alternating with the reference)\n");
+  for (const shape& s : shapes) {
+    const bool ta = s.a == op::transpose, tb = s.b == op::transpose;
+    const auto a32 = random_matrix<float>("a32", ta ? s.k : s.m, ta ? s.m : s.k);
+    const auto b32 = random_matrix<float>("b32", tb ? s.n : s.k, tb ? s.k : s.n);
+    const auto a16 = random_matrix<bf16>("a16", ta ? s.k : s.m, ta ? s.m : s.k);
+    const auto b16 = random_matrix<bf16>("b16", tb ? s.n : s.k, tb ? s.k : s.n);
+    matrix<float> c("c", s.m, s.n), c_ref("c_ref", s.m, s.n);
+    const double flop = 2.0 * s.m * s.n * s.k;
+    const auto sgemm = [&] {
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f,
+                  a32.data(), int(a32.extent(1)), b32.data(), int(b32.extent(1)), 0.0f, c_ref.data(), s.n);
+    };
+    const auto run = [&](const char* what, const auto& body, const auto& reference, const char* reference_name) {
+      const paired_timing t = time_against(repeat, body, reference);
+      const double gflops = flop / t.seconds / 1e9;
+      std::printf("  %-15s %-34s %8.1f GFLOP/s  %5.2f x %s\n", s.name, what, gflops, t.speed_ratio, reference_name);
+      out.doc()["results"].push_back({{"name", std::string("gemm ") + s.name + " " + what}, {"kind", "gemm"},
+                                      {"m", s.m}, {"n", s.n}, {"k", s.k}, {"gflop_per_s", gflops},
+                                      {"ratio_to_" + std::string(reference_name), t.speed_ratio}});
+    };
+    run("OpenBLAS sgemm (reference)", sgemm, sgemm, "sgemm");
+    run("kamp portable bf16 -> fp32", [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c, {}, gemm_algorithm::portable); },
+        sgemm, "sgemm");
+    run("kamp portable fp32", [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c, {}, gemm_algorithm::portable); }, sgemm,
+        "sgemm");
+    const std::string fp32_path = std::string("kamp fp32 [") + gemm_path<exec, float, float, float>() + "]";
+    run(fp32_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c); }, sgemm, "sgemm");
+#ifdef KAMP_ENABLE_DNNL
+    if constexpr (std::is_same_v<memory, Kokkos::HostSpace>) {
+      dnnl_matmul direct(s, a16.data(), b16.data(), c_ref.data());
+      const auto onednn = [&] { direct(); };
+      run("oneDNN bf16 direct", onednn, sgemm, "sgemm");
+      const std::string bf16_path = std::string("kamp bf16 -> fp32 [") + gemm_path<exec, bf16, bf16, float>() + "]";
+      run(bf16_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c); }, onednn, "onednn");
+    }
+#endif
+  }
+}
+
+}  // namespace kamp::bench
