@@ -12,4 +12,6 @@ cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokk
 cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels >/dev/null || kamp_die "building without TPLs failed" "run the build in $build to see the errors"
 grep -q '^/\* #undef KAMP_ENABLE_DNNL \*/' "$build/include/kamp/config.hpp" || kamp_die "oneDNN was not switched off" "check cmake/kampDependencies.cmake"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
-(cd "$build" && ctest -L kernels --output-on-failure | tail -n 3)
+(cd "$build" && ctest -L kernels --output-on-failure >"$build/ctest.log" 2>&1) \
+  || { tail -n 40 "$build/ctest.log"; kamp_die "kernel tests failed without vendor GEMM libraries" "see $build/ctest.log"; }
+echo "without vendor GEMM libraries: $(grep 'tests passed' "$build/ctest.log")"

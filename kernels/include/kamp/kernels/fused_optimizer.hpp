@@ -58,8 +58,8 @@ enum class store_scheme { master_nearest, master_stochastic, nearest, stochastic
 
 // Functions, not constexpr locals: nvcc's extended lambdas may not capture a variable for the
 // first time inside `if constexpr`, and a constexpr local would be such a capture.
-constexpr bool has_master(store_scheme s) { return s == store_scheme::master_nearest || s == store_scheme::master_stochastic; }
-constexpr bool is_stochastic(store_scheme s) { return s == store_scheme::master_stochastic || s == store_scheme::stochastic; }
+KOKKOS_INLINE_FUNCTION constexpr bool has_master(store_scheme s) { return s == store_scheme::master_nearest || s == store_scheme::master_stochastic; }
+KOKKOS_INLINE_FUNCTION constexpr bool is_stochastic(store_scheme s) { return s == store_scheme::master_stochastic || s == store_scheme::stochastic; }
 
 template <class Model, class Grad, class Moment>
 struct optimizer_arrays {

@@ -4,6 +4,7 @@
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/numeric/accum_type.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/element_access.hpp>
 
@@ -52,7 +53,7 @@ struct unscale_and_check_functor {
     // PyTorch's convention: the reciprocal is taken in double and rounded once to float.
     const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scaler().scale));
     Grad* KAMP_RESTRICT g = grads;
-    float sum = 0.0f;
+    accum_type_t<Grad> sum = 0.0f;
     int bad = 0;
     KAMP_SIMD(reduction(+ : sum) reduction(| : bad))
     for (std::size_t i = begin; i < end; ++i) {

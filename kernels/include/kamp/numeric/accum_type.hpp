@@ -5,14 +5,10 @@
 
 namespace kamp {
 
-/// \brief The type every reduction and GEMM over T accumulates in: fp32 for all of kamp's formats.
+/// \brief The type reductions and GEMMs over T accumulate in: fp32 for fp32, bf16 and fp16.
 template <class T>
 struct accum_type {
   using type = float;
-};
-template <>
-struct accum_type<double> {
-  using type = double;
 };
 template <class T>
 using accum_type_t = typename accum_type<T>::type;

@@ -25,7 +25,6 @@ struct float16 {
     x.bits = b;
     return x;
   }
-  friend KOKKOS_INLINE_FUNCTION bool same_bits(float16 a, float16 b) { return a.bits == b.bits; }
 };
 
 /// IEEE 754 binary16: 1 sign, 5 exponent, 10 mantissa bits.

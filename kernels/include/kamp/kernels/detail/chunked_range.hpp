@@ -22,7 +22,7 @@
 
 // Full unrolling of short fixed-trip loops (GEMM register blocks), so their accumulators
 // live in registers.
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__clang__)
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__clang__)
 #define KAMP_UNROLL KAMP_DETAIL_PRAGMA(unroll)
 #elif defined(__GNUC__)
 #define KAMP_UNROLL KAMP_DETAIL_PRAGMA(GCC unroll 16)

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_IMPL_GEMM_PORTABLE_HPP
 
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/numeric/accum_type.hpp>
 #include <kamp/numeric/element_access.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -126,7 +127,7 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
           team.team_barrier();
           for (int blk = rank; blk < (TM / RM) * (TN / RN); blk += size) {
             const int r0 = blk / (TN / RN) * RM, c0 = blk % (TN / RN) * RN;
-            float acc[RM][RN];
+            accum_type_t<TC> acc[RM][RN];
             KAMP_UNROLL
             for (int r = 0; r < RM; ++r)
               for (int cc = 0; cc < RN; ++cc) acc[r][cc] = cs((r0 + r) * TN + c0 + cc);
