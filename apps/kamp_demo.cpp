@@ -11,9 +11,11 @@ namespace {
 template <class T>
 void print_format() {
   using t = kamp::format_traits<T>;
-  std::printf("  %-5s %2d exponent bits %2d mantissa bits  max %-12.6g min normal %-12.6g min subnormal %-12.6g epsilon %-10.6g ~%d digits\n",
-              t::name, t::exponent_bits, t::mantissa_bits, t::max(), t::min_normal(), t::min_subnormal(), t::epsilon(),
-              t::digits10);
+  std::printf(
+      "  %-5s %2d exponent bits %2d mantissa bits  max %-12.6g min normal %-12.6g min subnormal %-12.6g epsilon "
+      "%-10.6g ~%d digits\n",
+      t::name, t::exponent_bits, t::mantissa_bits, t::max(), t::min_normal(), t::min_subnormal(), t::epsilon(),
+      t::digits10);
 }
 
 // Each of `weights` independent weights starts at 1 and receives `steps` updates of `delta`,

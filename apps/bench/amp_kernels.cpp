@@ -29,8 +29,9 @@ template <class T>
 Kokkos::View<T*, memory> filled(const std::string& label, std::size_t n, float value) {
   Kokkos::View<T*, memory> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), n);
   const T x = from_float<T>(value);
-  Kokkos::parallel_for("kamp::bench::fill", Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, n),
-                       KOKKOS_LAMBDA(std::int64_t i) { v(i) = x; });
+  Kokkos::parallel_for(
+      "kamp::bench::fill", Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, n),
+      KOKKOS_LAMBDA(std::int64_t i) { v(i) = x; });
   return v;
 }
 
@@ -61,7 +62,8 @@ void check_finite(const Kokkos::View<T*, memory>& g, const Kokkos::View<gradient
 }  // namespace
 
 stream_triad::stream_triad(std::size_t n)
-    : a_(filled<float>("kamp::bench::a", n, 0.0f)), b_(filled<float>("kamp::bench::b", n, 1.0f)),
+    : a_(filled<float>("kamp::bench::a", n, 0.0f)),
+      b_(filled<float>("kamp::bench::b", n, 1.0f)),
       c_(filled<float>("kamp::bench::c", n, 2.0f)) {}
 
 void stream_triad::operator()() const {
@@ -100,10 +102,13 @@ void amp_kernels(report& out, std::size_t n_requested, int repeat, const stream_
     auto g32 = filled<float>("kamp::bench::grads_fp32", n, 0.5f);
     const auto state = scaler.state();
     timed("unscale_and_check fp32 in place + norm", 8.0 * n, [&] { unscale_and_check(space, g32, state, check); });
-    timed("unscale_and_check fp32 in place, no norm", 8.0 * n,
-          [&] { unscale_and_check(space, g32, state, check, {true, false}); });
+    timed("unscale_and_check fp32 in place, no norm", 8.0 * n, [&] {
+      unscale_and_check(space, g32, state, check, {true, false});
+    });
     timed("unscale_and_check bf16 in place + norm", 4.0 * n, [&] { unscale_and_check(space, g16, state, check); });
-    timed("check only (bf16, read) + norm", 2.0 * n, [&] { unscale_and_check(space, g16, state, check, {false, true}); });
+    timed("check only (bf16, read) + norm", 2.0 * n, [&] {
+      unscale_and_check(space, g16, state, check, {false, true});
+    });
   }
 
   {
@@ -115,7 +120,8 @@ void amp_kernels(report& out, std::size_t n_requested, int repeat, const stream_
     opt.initialize(space, w, model);
     const gradient_control<memory> control{scaler.state(), check, false, 1.0f};
     Kokkos::deep_copy(check, gradient_check{0, 1.0f});
-    timed("AdamW fp32 master update (bf16 grads/copy)", 28.0 * n, [&] { opt.step(space, model, grads, control, 1e-4f); });
+    timed("AdamW fp32 master update (bf16 grads/copy)", 28.0 * n,
+          [&] { opt.step(space, model, grads, control, 1e-4f); });
 
     adamw<bf16, bf16, bf16, memory> pure(n, {}, weight_update::kahan);
     pure.initialize(space, w, model);

@@ -42,7 +42,8 @@ matrix<T> random_matrix(const char* label, int rows, int cols) {
 // oneDNN's matmul as a user would call it: primitive built once, executed on plain pointers.
 class dnnl_matmul {
  public:
-  dnnl_matmul(const shape& s, const bf16* a, const bf16* b, float* c) : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+  dnnl_matmul(const shape& s, const bf16* a, const bf16* b, float* c)
+      : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
     using dims = dnnl::memory::dims;
     using dt = dnnl::memory::data_type;
     const bool ta = s.a == op::transpose, tb = s.b == op::transpose;
@@ -94,24 +95,32 @@ void gemm_kernels(report& out, int repeat, bool large) {
       const paired_timing t = time_against(repeat, body, reference);
       const double gflops = flop / t.seconds / 1e9;
       std::printf("  %-15s %-34s %8.1f GFLOP/s  %5.2f x %s\n", s.name, what, gflops, t.speed_ratio, reference_name);
-      out.doc()["results"].push_back({{"name", std::string("gemm ") + s.name + " " + what}, {"kind", "gemm"},
-                                      {"m", s.m}, {"n", s.n}, {"k", s.k}, {"gflop_per_s", gflops},
+      out.doc()["results"].push_back({{"name", std::string("gemm ") + s.name + " " + what},
+                                      {"kind", "gemm"},
+                                      {"m", s.m},
+                                      {"n", s.n},
+                                      {"k", s.k},
+                                      {"gflop_per_s", gflops},
                                       {"ratio_to_" + std::string(reference_name), t.speed_ratio}});
     };
     run("OpenBLAS sgemm (reference)", sgemm, sgemm, "sgemm");
-    run("kamp portable bf16 -> fp32", [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c, {}, gemm_algorithm::portable); },
+    run(
+        "kamp portable bf16 -> fp32",
+        [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c, {}, gemm_algorithm::portable); }, sgemm, "sgemm");
+    run(
+        "kamp portable fp32", [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c, {}, gemm_algorithm::portable); },
         sgemm, "sgemm");
-    run("kamp portable fp32", [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c, {}, gemm_algorithm::portable); }, sgemm,
-        "sgemm");
     const std::string fp32_path = std::string("kamp fp32 [") + gemm_path<exec, float, float, float>() + "]";
-    run(fp32_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c); }, sgemm, "sgemm");
+    run(
+        fp32_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c); }, sgemm, "sgemm");
 #ifdef KAMP_ENABLE_DNNL
     if constexpr (std::is_same_v<memory, Kokkos::HostSpace>) {
       dnnl_matmul direct(s, a16.data(), b16.data(), c_ref.data());
       const auto onednn = [&] { direct(); };
       run("oneDNN bf16 direct", onednn, sgemm, "sgemm");
       const std::string bf16_path = std::string("kamp bf16 -> fp32 [") + gemm_path<exec, bf16, bf16, float>() + "]";
-      run(bf16_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c); }, onednn, "onednn");
+      run(
+          bf16_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c); }, onednn, "onednn");
     }
 #endif
   }

@@ -21,7 +21,8 @@ int main(int argc, char* argv[]) {
   bool large = false;
   app.add_option("--elements", elements, "flat buffer size; >= 2^24 keeps every array above a 32 MiB L3 (default 2^25)")
       ->check(CLI::Range(std::size_t(100000), std::size_t(1) << 31));
-  app.add_option("--repeat", repeat, "timed runs per kernel; the median is reported (default 10)")->check(CLI::Range(1, 1000));
+  app.add_option("--repeat", repeat, "timed runs per kernel; the median is reported (default 10)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "also write the results to this JSON file");
   app.add_option("--suite", suite, "which benchmarks: amp, gemm or all (default all)")
       ->check(CLI::IsMember({"amp", "gemm", "all"}));
@@ -42,7 +43,8 @@ int main(int argc, char* argv[]) {
     const auto alone = kamp::bench::time_against(repeat, triad, triad);
     const double triad_gbs = triad.bytes() / alone.seconds / 1e9;
     out.value("stream_triad_gb_per_s", triad_gbs);
-    std::printf("  %-44s %8.2f GB/s  (reference; every kernel below alternates with it)\n", "STREAM triad fp32", triad_gbs);
+    std::printf("  %-44s %8.2f GB/s  (reference; every kernel below alternates with it)\n", "STREAM triad fp32",
+                triad_gbs);
     kamp::bench::amp_kernels(out, elements, repeat, triad);
   }
   if (suite != "amp") kamp::bench::gemm_kernels(out, repeat, large);
@@ -50,7 +52,8 @@ int main(int argc, char* argv[]) {
   if (!json_path.empty()) {
     std::ofstream f(json_path);
     if (!(f << out.doc().dump(2) << '\n')) {
-      std::fprintf(stderr, "kamp-bench: cannot write %s; check the directory exists and is writable\n", json_path.c_str());
+      std::fprintf(stderr, "kamp-bench: cannot write %s; check the directory exists and is writable\n",
+                   json_path.c_str());
       return 1;
     }
     std::printf("results written to %s\n", json_path.c_str());

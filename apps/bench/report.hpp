@@ -46,7 +46,8 @@ paired_timing time_against(int repeat, const Body& body, const Reference& refere
 /// Collects results; every figure is also given as a ratio to the reference measured in the same run.
 class report {
  public:
-  explicit report(nlohmann::json context) : doc_{{"context", std::move(context)}, {"results", nlohmann::json::array()}} {}
+  explicit report(nlohmann::json context)
+      : doc_{{"context", std::move(context)}, {"results", nlohmann::json::array()}} {}
 
   /// A bandwidth result: `bytes` read + written per run; `triad` ran in alternation with it.
   void bandwidth(const std::string& name, double bytes, const paired_timing& t, double triad_bytes,
@@ -54,12 +55,19 @@ class report {
     const double gbs = bytes / t.seconds / 1e9;
     // GB/s ratio = (bytes / t) / (triad_bytes / t_triad) = speed ratio * bytes / triad_bytes
     const double ratio = t.speed_ratio * bytes / triad_bytes;
-    doc_["results"].push_back({{"name", name}, {"kind", "bandwidth"}, {"bytes", bytes}, {"seconds", t.seconds},
-                               {"gb_per_s", gbs}, {"ratio_to_triad", ratio}, {"note", note}});
+    doc_["results"].push_back({{"name", name},
+                               {"kind", "bandwidth"},
+                               {"bytes", bytes},
+                               {"seconds", t.seconds},
+                               {"gb_per_s", gbs},
+                               {"ratio_to_triad", ratio},
+                               {"note", note}});
     std::printf("  %-44s %8.2f GB/s  %5.2f x triad  %8.3f ms  %s\n", name.c_str(), gbs, ratio, t.seconds * 1e3,
                 note.c_str());
   }
-  void value(const std::string& name, const nlohmann::json& v) { doc_["results"].push_back({{"name", name}, {"value", v}}); }
+  void value(const std::string& name, const nlohmann::json& v) {
+    doc_["results"].push_back({{"name", name}, {"value", v}});
+  }
   nlohmann::json& doc() { return doc_; }
 
  private:

@@ -16,22 +16,23 @@ std::vector<float> cast_inputs(std::size_t n) {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> mag(-30.0f, 14.0f);  // fp16 subnormals up to 2^15: no overflow
   std::vector<float> x(n);
-  for (auto& v : x) v = std::ldexp(1.0f + std::generate_canonical<float, 24>(rng), int(mag(rng))) * (rng() & 1 ? 1 : -1);
+  for (auto& v : x)
+    v = std::ldexp(1.0f + std::generate_canonical<float, 24>(rng), int(mag(rng))) * (rng() & 1 ? 1 : -1);
   x[0] = std::numeric_limits<float>::infinity();  // not an overflow: already infinite
   x[1] = std::nanf("");
-  x[2] = 1e6f;  // overflows fp16
-  x[3] = 65520.0f;  // fp16's max + half an ulp: the tie rounds to infinity
-  x[4] = std::nextafter(65520.0f, 0.0f);  // just below: fp16's max
+  x[2] = 1e6f;                               // overflows fp16
+  x[3] = 65520.0f;                           // fp16's max + half an ulp: the tie rounds to infinity
+  x[4] = std::nextafter(65520.0f, 0.0f);     // just below: fp16's max
   x[5] = kamp::test::float_of(0x7f7f8000u);  // bf16's max + half an ulp: infinity in bf16 (and fp16)
   x[6] = kamp::test::float_of(0x7f7f7fffu);  // just below: bf16's max
-  x[n - 1] = -7e4f;  // overflows fp16
+  x[n - 1] = -7e4f;                          // overflows fp16
   return x;
 }
 
 }  // namespace
 
 TEMPLATE_TEST_CASE("cast fp32 -> 16-bit rounds like from_float and counts overflows", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   const std::size_t n = 10007;  // not a multiple of any chunk size
   const auto x = cast_inputs(n);
   const auto in = kamp::test::to_device<float, TestType>(x, "in");
@@ -58,7 +59,7 @@ TEMPLATE_TEST_CASE("cast fp32 -> 16-bit rounds like from_float and counts overfl
 }
 
 TEMPLATE_TEST_CASE("stochastic cast is reproducible from its seed and widening is exact", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   const std::size_t n = 5000;
   const auto x = cast_inputs(n);
   const auto in = kamp::test::to_device<float, TestType>(x, "in");

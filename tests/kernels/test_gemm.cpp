@@ -39,15 +39,23 @@ void check_gemm(int m, int n, int k, kamp::op op_a, kamp::op op_b, float alpha, 
   Kokkos::View<TA**, Kokkos::LayoutRight, memory> A("A", ar, ac);
   Kokkos::View<TB**, Kokkos::LayoutRight, memory> B("B", br, bc);
   Kokkos::View<TC**, Kokkos::LayoutRight, memory> C("C", m, n);
-  Kokkos::deep_copy(A, Kokkos::View<const TA**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(a_h.data(), ar, ac));
-  Kokkos::deep_copy(B, Kokkos::View<const TB**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(b_h.data(), br, bc));
-  Kokkos::deep_copy(C, Kokkos::View<const TC**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(c0.data(), m, n));
-  const auto bias = with_bias ? kamp::test::to_device<float, ExecSpace>(bias_h, "bias") : Kokkos::View<float*, memory>();
+  Kokkos::deep_copy(
+      A, Kokkos::View<const TA**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(a_h.data(), ar, ac));
+  Kokkos::deep_copy(
+      B, Kokkos::View<const TB**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(b_h.data(), br, bc));
+  Kokkos::deep_copy(
+      C, Kokkos::View<const TC**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(c0.data(), m, n));
+  const auto bias =
+      with_bias ? kamp::test::to_device<float, ExecSpace>(bias_h, "bias") : Kokkos::View<float*, memory>();
   kamp::gemm(ExecSpace(), op_a, op_b, alpha, A, B, beta, C, bias, algorithm);
   const auto c_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), C);
 
-  const auto a = [&](int i, int p) { return double(kamp::to_float(ta ? a_h[std::size_t(p) * ac + i] : a_h[std::size_t(i) * ac + p])); };
-  const auto b = [&](int p, int j) { return double(kamp::to_float(tb ? b_h[std::size_t(j) * bc + p] : b_h[std::size_t(p) * bc + j])); };
+  const auto a = [&](int i, int p) {
+    return double(kamp::to_float(ta ? a_h[std::size_t(p) * ac + i] : a_h[std::size_t(i) * ac + p]));
+  };
+  const auto b = [&](int p, int j) {
+    return double(kamp::to_float(tb ? b_h[std::size_t(j) * bc + p] : b_h[std::size_t(p) * bc + j]));
+  };
   int bad = 0;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
@@ -58,13 +66,15 @@ void check_gemm(int m, int n, int k, kamp::op op_a, kamp::op op_b, float alpha, 
       }
       const double c_old = beta != 0.0f ? kamp::to_float(c0[std::size_t(i) * n + j]) : 0.0;  // may be NaN otherwise
       const double want = alpha * exact + beta * c_old + (with_bias ? bias_h[j] : 0.0);
-      const double tol = 2.0 * (k + 2) * std::ldexp(1.0, -24) * (std::fabs(alpha) * magnitude + std::fabs(beta * c_old) + 1.0) +
-                         unit_roundoff<TC>() * std::fabs(want);
+      const double tol =
+          2.0 * (k + 2) * std::ldexp(1.0, -24) * (std::fabs(alpha) * magnitude + std::fabs(beta * c_old) + 1.0) +
+          unit_roundoff<TC>() * std::fabs(want);
       const double got = kamp::to_float(c_h(i, j));
       if (!(std::fabs(got - want) <= tol) && ++bad <= 5) {
-        INFO(kamp::detail::dtype_name<TA>() << " x " << kamp::detail::dtype_name<TB>() << " -> " << kamp::detail::dtype_name<TC>()
-             << ", " << m << "x" << n << "x" << k << ", op_a " << int(op_a) << ", op_b " << int(op_b) << ", alpha " << alpha
-             << ", beta " << beta);
+        INFO(kamp::detail::dtype_name<TA>()
+             << " x " << kamp::detail::dtype_name<TB>() << " -> " << kamp::detail::dtype_name<TC>() << ", " << m << "x"
+             << n << "x" << k << ", op_a " << int(op_a) << ", op_b " << int(op_b) << ", alpha " << alpha << ", beta "
+             << beta);
         INFO("C(" << i << "," << j << ") = " << got << ", fp64 " << want << ", bound " << tol);
         CHECK(false);
       }
@@ -82,9 +92,11 @@ void check_all_shapes(kamp::gemm_algorithm algorithm) {
         check_gemm<ExecSpace, TA, TB, TC>(s, s + 2, s + 1, oa, ob, 1.0f, 0.0f, false, algorithm);
       }
   check_gemm<ExecSpace, TA, TB, TC>(130, 70, 300, kamp::op::none, kamp::op::transpose, 0.5f, 2.0f, false, algorithm);
-  check_gemm<ExecSpace, TA, TB, TC>(20, 30, 0, kamp::op::none, kamp::op::none, 1.0f, 0.5f, false, algorithm);   // K = 0
-  check_gemm<ExecSpace, TA, TB, TC>(17, 19, 23, kamp::op::transpose, kamp::op::none, -1.5f, 1.0f, true, algorithm);  // bias
-  check_gemm<ExecSpace, TA, TB, TC>(9, 11, 13, kamp::op::none, kamp::op::none, 0.0f, 1.0f, false, algorithm);   // alpha = 0
+  check_gemm<ExecSpace, TA, TB, TC>(20, 30, 0, kamp::op::none, kamp::op::none, 1.0f, 0.5f, false, algorithm);  // K = 0
+  check_gemm<ExecSpace, TA, TB, TC>(17, 19, 23, kamp::op::transpose, kamp::op::none, -1.5f, 1.0f, true,
+                                    algorithm);  // bias
+  check_gemm<ExecSpace, TA, TB, TC>(9, 11, 13, kamp::op::none, kamp::op::none, 0.0f, 1.0f, false,
+                                    algorithm);  // alpha = 0
 }
 
 }  // namespace
@@ -96,8 +108,10 @@ TEMPLATE_TEST_CASE("portable gemm, every type combination, all transposes and ed
   check_all_shapes<TestType, kamp::bf16, kamp::bf16, kamp::bf16>(portable);
   check_all_shapes<TestType, kamp::fp16, kamp::fp16, kamp::fp16>(portable);
   check_all_shapes<TestType, float, float, float>(portable);
-  check_gemm<TestType, kamp::bf16, float, kamp::fp16>(33, 65, 127, kamp::op::none, kamp::op::transpose, 1.0f, 0.0f, false, portable);
-  check_gemm<TestType, float, kamp::fp16, kamp::bf16>(65, 33, 7, kamp::op::transpose, kamp::op::none, 1.0f, 1.0f, false, portable);
+  check_gemm<TestType, kamp::bf16, float, kamp::fp16>(33, 65, 127, kamp::op::none, kamp::op::transpose, 1.0f, 0.0f,
+                                                      false, portable);
+  check_gemm<TestType, float, kamp::fp16, kamp::bf16>(65, 33, 7, kamp::op::transpose, kamp::op::none, 1.0f, 1.0f, false,
+                                                      portable);
 }
 
 TEMPLATE_TEST_CASE("gemm with vendor libraries where present agrees with the fp64 bound", "[kernels][gemm]",
@@ -116,15 +130,19 @@ TEMPLATE_TEST_CASE("strided-batched gemm on head sub-views", "[kernels][gemm]", 
   // qkv (B*H, T, 3*D) holds q, k and v side by side; attention scores S = q k^T per head.
   const int batch = 6, t = 37, d = 16;
   Kokkos::View<kamp::bf16***, Kokkos::LayoutRight, memory> qkv("qkv", batch, t, 3 * d);
-  const auto values = kamp::test::narrowed<kamp::bf16>(kamp::test::normal_values(std::size_t(batch) * t * 3 * d, 1.0f, 9));
-  Kokkos::deep_copy(qkv, Kokkos::View<const kamp::bf16***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                             values.data(), batch, t, 3 * d));
+  const auto values =
+      kamp::test::narrowed<kamp::bf16>(kamp::test::normal_values(std::size_t(batch) * t * 3 * d, 1.0f, 9));
+  Kokkos::deep_copy(qkv,
+                    Kokkos::View<const kamp::bf16***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                        values.data(), batch, t, 3 * d));
   const auto q = Kokkos::subview(qkv, Kokkos::ALL, Kokkos::ALL, std::make_pair(0, d));
   const auto k = Kokkos::subview(qkv, Kokkos::ALL, Kokkos::ALL, std::make_pair(d, 2 * d));
   Kokkos::View<float***, Kokkos::LayoutRight, memory> s("s", batch, t, t);
   kamp::gemm_strided_batched(TestType(), kamp::op::none, kamp::op::transpose, 0.25f, q, k, 0.0f, s);
   const auto s_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s);
-  const auto at = [&](int b, int i, int c) { return double(kamp::to_float(values[(std::size_t(b) * t + i) * 3 * d + c])); };
+  const auto at = [&](int b, int i, int c) {
+    return double(kamp::to_float(values[(std::size_t(b) * t + i) * 3 * d + c]));
+  };
   double worst = 0;
   for (int b = 0; b < batch; ++b)
     for (int i = 0; i < t; ++i)
@@ -141,6 +159,7 @@ TEMPLATE_TEST_CASE("strided-batched gemm on head sub-views", "[kernels][gemm]", 
 
 TEST_CASE("gemm rejects mismatched shapes with the dimensions in the message", "[kernels][gemm]") {
   Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> a("a", 3, 4), b("b", 5, 6), c("c", 3, 6);
-  CHECK_THROWS_WITH(kamp::gemm(Kokkos::DefaultHostExecutionSpace(), kamp::op::none, kamp::op::none, 1.0f, a, b, 0.0f, c),
-                    Catch::Contains("op(A) is 3x4, op(B) is 5x6"));
+  CHECK_THROWS_WITH(
+      kamp::gemm(Kokkos::DefaultHostExecutionSpace(), kamp::op::none, kamp::op::none, 1.0f, a, b, 0.0f, c),
+      Catch::Contains("op(A) is 3x4, op(B) is 5x6"));
 }

@@ -50,7 +50,7 @@ TEMPLATE_TEST_CASE("default scaler follows PyTorch GradScaler", "[kernels]", KAM
 }
 
 TEMPLATE_TEST_CASE("scaler has no minimum by default and grows only to finite values", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   kamp::loss_scaler_options o;
   o.init_scale = 1.0f;
   CHECK(trajectory<TestType>(o, {1, 1, 1}) == std::vector<float>{0.5f, 0.25f, 0.125f});
@@ -70,7 +70,7 @@ TEMPLATE_TEST_CASE("scaler clamps to min_scale and max_scale", "[kernels]", KAMP
 }
 
 TEMPLATE_TEST_CASE("hysteresis tolerates overflows before backing off (DeepSpeed)", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   kamp::loss_scaler_options o;
   o.init_scale = 1024.0f;
   o.hysteresis = 2;
@@ -90,7 +90,7 @@ TEMPLATE_TEST_CASE("hysteresis tolerates overflows before backing off (DeepSpeed
 }
 
 TEMPLATE_TEST_CASE("scaler counts steps and skipped steps, and restores a saved state", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   kamp::loss_scaler_options o;
   o.growth_interval = 5;

@@ -62,8 +62,7 @@ double max_relative_error(const std::vector<float>& got, const std::vector<doubl
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("AdamW with fp32 master matches fp64 torch.optim.AdamW", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+TEMPLATE_TEST_CASE("AdamW with fp32 master matches fp64 torch.optim.AdamW", "[kernels]", KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 4099;
   const auto w0 = kamp::test::normal_values(n, 0.5f, 1);
@@ -94,8 +93,9 @@ TEMPLATE_TEST_CASE("SGD variants match fp64 torch.optim.SGD", "[kernels]", KAMP_
   using memory = typename TestType::memory_space;
   const std::size_t n = 3001;
   const auto w0 = kamp::test::normal_values(n, 0.5f, 2);
-  for (const kamp::sgd_options o : {kamp::sgd_options{0.0f, 0.0f, 0.0f, false}, kamp::sgd_options{0.9f, 0.0f, 1e-2f, false},
-                                    kamp::sgd_options{0.9f, 0.1f, 0.0f, false}, kamp::sgd_options{0.9f, 0.0f, 1e-3f, true}}) {
+  for (const kamp::sgd_options o :
+       {kamp::sgd_options{0.0f, 0.0f, 0.0f, false}, kamp::sgd_options{0.9f, 0.0f, 1e-2f, false},
+        kamp::sgd_options{0.9f, 0.1f, 0.0f, false}, kamp::sgd_options{0.9f, 0.0f, 1e-3f, true}}) {
     kamp::sgd<float, float, float, memory> opt(n, o, kamp::weight_update::nearest);
     Kokkos::View<float*, memory> model("model", n);
     opt.initialize(TestType(), kamp::test::to_device<float, TestType>(w0, "w0"), model);
@@ -105,14 +105,16 @@ TEMPLATE_TEST_CASE("SGD variants match fp64 torch.optim.SGD", "[kernels]", KAMP_
       opt.step(TestType(), model, kamp::test::to_device<float, TestType>(g, "g"), {}, 0.05f);
       ref.step(std::vector<double>(g.begin(), g.end()), 0.05);
     }
-    INFO("momentum " << o.momentum << " dampening " << o.dampening << " wd " << o.weight_decay << " nesterov " << o.nesterov);
+    INFO("momentum " << o.momentum << " dampening " << o.dampening << " wd " << o.weight_decay << " nesterov "
+                     << o.nesterov);
     CHECK(max_relative_error(kamp::test::to_host(model), ref.w) < 1e-5);
   }
-  CHECK_THROWS_WITH((kamp::sgd<float, float>(4, {0.0f, 0.0f, 0.0f, true})), Catch::Contains("nesterov needs momentum > 0"));
+  CHECK_THROWS_WITH((kamp::sgd<float, float>(4, {0.0f, 0.0f, 0.0f, true})),
+                    Catch::Contains("nesterov needs momentum > 0"));
 }
 
 TEMPLATE_TEST_CASE("optimizer applies 1/scale and the clip coefficient from device state", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 2500;
   const auto w0 = kamp::test::normal_values(n, 0.5f, 3);
@@ -145,12 +147,12 @@ TEMPLATE_TEST_CASE("optimizer applies 1/scale and the clip coefficient from devi
 }
 
 TEMPLATE_TEST_CASE("a step with inf/NaN gradients changes nothing, bit for bit", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 5000;
   const auto w0 = kamp::test::normal_values(n, 0.5f, 5);
   kamp::adamw<kamp::bf16, kamp::bf16, float, memory> opt(n, {}, kamp::weight_update::master,
-                                                          {kamp::rounding::stochastic, 1, 0});
+                                                         {kamp::rounding::stochastic, 1, 0});
   Kokkos::View<kamp::bf16*, memory> model("model", n);
   opt.initialize(TestType(), kamp::test::to_device<float, TestType>(w0, "w0"), model);
   kamp::loss_scaler<memory> scaler;
@@ -183,7 +185,7 @@ TEMPLATE_TEST_CASE("a step with inf/NaN gradients changes nothing, bit for bit",
 }
 
 TEMPLATE_TEST_CASE("pure bf16: tiny updates vanish with round-to-nearest, survive Kahan and stochastic rounding",
-                        "[kernels]", KAMP_TEST_EXECUTION_SPACES) {
+                   "[kernels]", KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   // 1000 SGD steps of +1e-4 each on weights at 1.0: the exact result is 1.1. bf16's ulp at 1 is
   // 2^-7 (half-ulp 0.0039 >> 1e-4), so every single update is below the rounding threshold.
@@ -222,8 +224,7 @@ TEMPLATE_TEST_CASE("pure bf16: tiny updates vanish with round-to-nearest, surviv
   CHECK(std::fabs(mean - exact) <= 5 * sd / std::sqrt(double(n)));
 }
 
-TEMPLATE_TEST_CASE("pure bf16 AdamW with bf16 moments tracks the fp32 run", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+TEMPLATE_TEST_CASE("pure bf16 AdamW with bf16 moments tracks the fp32 run", "[kernels]", KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 2048;
   const auto w0 = kamp::test::normal_values(n, 0.5f, 8);

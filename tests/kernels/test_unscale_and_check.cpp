@@ -22,7 +22,7 @@ std::vector<float> gradients(std::size_t n, float scale) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("unscale_and_check multiplies by 1/scale and sums squares in fp32", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 100003;
   const float scale = 1024.0f * 3.0f;  // 1/scale is inexact: PyTorch rounds 1/double(scale) once to float
@@ -60,7 +60,7 @@ TEMPLATE_TEST_CASE("unscale_and_check multiplies by 1/scale and sums squares in 
 }
 
 TEMPLATE_TEST_CASE("unscale_and_check finds every inf and NaN, wherever it is", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const std::size_t n = 3 * 2048 + 17;
   kamp::loss_scaler<memory> scaler;
@@ -88,7 +88,7 @@ TEMPLATE_TEST_CASE("unscale_and_check finds every inf and NaN, wherever it is", 
 }
 
 TEMPLATE_TEST_CASE("unscale_and_check can check without writing and skip the norm", "[kernels]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const auto x = gradients(4097, 512.0f);
   auto g = kamp::test::to_device<float, TestType>(x, "grads");

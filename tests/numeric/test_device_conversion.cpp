@@ -20,7 +20,8 @@ constexpr std::uint64_t seed = 2024;
 // plus the edges of both formats.
 std::vector<float> fp32_inputs() {
   std::vector<float> xs;
-  for (std::uint64_t u = 0; u < (std::uint64_t(1) << 32); u += 4093) xs.push_back(kamp::test::float_of(std::uint32_t(u)));
+  for (std::uint64_t u = 0; u < (std::uint64_t(1) << 32); u += 4093)
+    xs.push_back(kamp::test::float_of(std::uint32_t(u)));
   for (const float x : {0.0f, -0.0f, 65504.0f, 65520.0f, 65519.99f, 5.9604645e-08f, 2.9802322e-08f, 3.3895314e38f,
                         std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                         std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
@@ -70,7 +71,7 @@ converted convert_on(const ExecSpace& space, const std::vector<float>& xs) {
 }  // namespace kamp::test
 
 TEMPLATE_TEST_CASE("conversions in kernels equal the host path bit for bit", "[numeric][kokkos]",
-                        KAMP_TEST_EXECUTION_SPACES) {
+                   KAMP_TEST_EXECUTION_SPACES) {
   const auto xs = kamp::test::fp32_inputs();
   auto check = [&](auto format) {
     using T = decltype(format);
@@ -78,7 +79,8 @@ TEMPLATE_TEST_CASE("conversions in kernels equal the host path bit for bit", "[n
     int mismatches = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) {
       const auto host_nearest = kamp::from_float<T>(xs[i]).bits;
-      const auto host_stochastic = kamp::from_float_stochastic<T>(xs[i], kamp::counter_random(kamp::test::seed, i)).bits;
+      const auto host_stochastic =
+          kamp::from_float_stochastic<T>(xs[i], kamp::counter_random(kamp::test::seed, i)).bits;
       if ((device.nearest[i] != host_nearest || device.stochastic[i] != host_stochastic) && ++mismatches <= 5) {
         INFO(kamp::format_traits<T>::name << " input 0x" << std::hex << kamp::test::bits_of(xs[i]));
         CHECK(false);

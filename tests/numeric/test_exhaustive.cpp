@@ -21,8 +21,7 @@ void check_all_fp32(const char* label, Agrees agrees, Describe describe) {
   std::int64_t mismatches = 0;
   Kokkos::parallel_reduce(
       label, host_range(0, all_fp32),
-      [=](std::int64_t i, std::int64_t& count) { count += agrees(static_cast<std::uint32_t>(i)) ? 0 : 1; },
-      mismatches);
+      [=](std::int64_t i, std::int64_t& count) { count += agrees(static_cast<std::uint32_t>(i)) ? 0 : 1; }, mismatches);
   if (mismatches != 0) {
     int shown = 0;
     for (std::int64_t i = 0; i < all_fp32 && shown < 10; ++i) {
@@ -84,7 +83,8 @@ TEST_CASE("fp32 -> fp16 equals round-to-nearest-even in double for every fp32 in
   const auto agrees = [](std::uint32_t u) {
     const float x = kamp::test::float_of(u);
     const auto got = kamp::from_float<kamp::fp16>(x);
-    if (std::isnan(x)) return kamp::is_nan(got) && (got.bits & 0x8000u) == ((u >> 16) & 0x8000u) && (got.bits & 0x0200u);
+    if (std::isnan(x))
+      return kamp::is_nan(got) && (got.bits & 0x8000u) == ((u >> 16) & 0x8000u) && (got.bits & 0x0200u);
     const double want = kamp::test::reference_round(x, 5, kamp::test::reference_rounding::nearest_even);
     const float value = kamp::to_float(got);
     return static_cast<double>(value) == want && std::signbit(value) == std::signbit(want);

@@ -29,7 +29,8 @@ TEMPLATE_TEST_CASE("all 16-bit patterns widen exactly and round-trip", "[numeric
     wrong_value += same_value ? 0 : 1;
     wrong_roundtrip += back.bits == h ? 0 : 1;
     if (!same_value || back.bits != h) {
-      INFO("pattern 0x" << std::hex << h << " widened to " << wide << " expected " << expected << " back 0x" << back.bits);
+      INFO("pattern 0x" << std::hex << h << " widened to " << wide << " expected " << expected << " back 0x"
+                        << back.bits);
       CHECK(false);
     }
   }
@@ -63,8 +64,8 @@ TEST_CASE("narrowing handles the edges of each format", "[numeric]") {
   const auto h = [](float x) { return kamp::from_float<fp16>(x).bits; };
   const auto b = [](float x) { return kamp::from_float<bf16>(x).bits; };
   CHECK(h(65504.0f) == 0x7bff);
-  CHECK(h(65519.99f) == 0x7bff);            // just below the midpoint to 65536
-  CHECK(h(65520.0f) == 0x7c00);             // the midpoint rounds to even: infinity
+  CHECK(h(65519.99f) == 0x7bff);  // just below the midpoint to 65536
+  CHECK(h(65520.0f) == 0x7c00);   // the midpoint rounds to even: infinity
   CHECK(h(-1e10f) == 0xfc00);
   CHECK(h(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
   CHECK(h(std::ldexp(1.0f, -25)) == 0x0000);  // half of it: tie to even (zero)

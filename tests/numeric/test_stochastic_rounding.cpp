@@ -17,8 +17,12 @@ using kamp::test::reference_rounding;
 template <class T>
 std::vector<float> probe_values() {
   using t = kamp::format_traits<T>;
-  std::vector<float> xs = {1.0f + 1.0f / 3.0f, -2.7182817f, 0.1f, 1e-3f, -123.456f,
-                           static_cast<float>(t::min_normal() * 0.37),   // subnormal
+  std::vector<float> xs = {1.0f + 1.0f / 3.0f,
+                           -2.7182817f,
+                           0.1f,
+                           1e-3f,
+                           -123.456f,
+                           static_cast<float>(t::min_normal() * 0.37),    // subnormal
                            static_cast<float>(t::min_subnormal() * 0.3),  // below the smallest subnormal
                            static_cast<float>(t::max() * 1.001),          // between max and infinity
                            static_cast<float>(t::min_normal() * 1.5)};
@@ -30,8 +34,10 @@ std::vector<float> probe_values() {
 TEMPLATE_TEST_CASE("stochastic rounding yields only the two neighbours", "[numeric]", kamp::fp16, kamp::bf16) {
   constexpr int e = kamp::format_traits<TestType>::exponent_bits;
   for (const float x : probe_values<TestType>()) {
-    const double down = x < 0 ? reference_round(x, e, reference_rounding::up) : reference_round(x, e, reference_rounding::down);
-    const double up = x < 0 ? reference_round(x, e, reference_rounding::down) : reference_round(x, e, reference_rounding::up);
+    const double down =
+        x < 0 ? reference_round(x, e, reference_rounding::up) : reference_round(x, e, reference_rounding::down);
+    const double up =
+        x < 0 ? reference_round(x, e, reference_rounding::down) : reference_round(x, e, reference_rounding::up);
     for (std::uint64_t i = 0; i < 20000; ++i) {
       const double got = kamp::to_float(kamp::from_float_stochastic<TestType>(x, kamp::counter_random(7, i)));
       if (got != down && got != up) {
@@ -45,7 +51,8 @@ TEMPLATE_TEST_CASE("stochastic rounding yields only the two neighbours", "[numer
   CHECK(kamp::from_float_stochastic<TestType>(1.0f, 0).bits == one.bits);
   CHECK(kamp::from_float_stochastic<TestType>(1.0f, 0xffffffffu).bits == one.bits);
   const float third = 1.0f + 1.0f / 3.0f;
-  CHECK(kamp::to_float(kamp::from_float_stochastic<TestType>(third, 0)) == reference_round(third, e, reference_rounding::up));
+  CHECK(kamp::to_float(kamp::from_float_stochastic<TestType>(third, 0)) ==
+        reference_round(third, e, reference_rounding::up));
   CHECK(kamp::to_float(kamp::from_float_stochastic<TestType>(third, 0xffffffffu)) ==
         reference_round(third, e, reference_rounding::down));
 }
@@ -61,7 +68,8 @@ TEMPLATE_TEST_CASE("stochastic rounding is unbiased", "[numeric]", kamp::fp16, k
     const double p = (std::fabs(x) - lo) / (hi - lo);
     int ups = 0;
     for (std::uint64_t i = 0; i < draws; ++i) {
-      const double got = std::fabs(kamp::to_float(kamp::from_float_stochastic<TestType>(x, kamp::counter_random(11, i))));
+      const double got =
+          std::fabs(kamp::to_float(kamp::from_float_stochastic<TestType>(x, kamp::counter_random(11, i))));
       ups += got == hi ? 1 : 0;
     }
     // The count of round-ups is Binomial(draws, p): allow 5 standard deviations.
@@ -78,7 +86,9 @@ TEST_CASE("stochastic rounding past the maximum reaches infinity with the right 
   int infinities = 0;
   constexpr int draws = 100000;
   for (std::uint64_t i = 0; i < draws; ++i) {
-    infinities += std::isinf(kamp::to_float(kamp::from_float_stochastic<kamp::fp16>(65520.0f, kamp::counter_random(3, i)))) ? 1 : 0;
+    infinities +=
+        std::isinf(kamp::to_float(kamp::from_float_stochastic<kamp::fp16>(65520.0f, kamp::counter_random(3, i)))) ? 1
+                                                                                                                  : 0;
   }
   CHECK(std::abs(infinities - draws / 2) <= 5 * std::sqrt(draws * 0.25));
 }

@@ -63,13 +63,13 @@ inline double reference_round(float x, int exponent_bits, reference_rounding mod
   const double v = x;
   if (v == 0.0 || std::isinf(v)) return v;
   int e;
-  std::frexp(v, &e);  // |v| = m * 2^e with m in [0.5, 1): the leading bit is 2^(e-1)
+  std::frexp(v, &e);           // |v| = m * 2^e with m in [0.5, 1): the leading bit is 2^(e-1)
   const int min_e = 2 - bias;  // binade of the smallest normal; subnormals share its ulp
   const double ulp = std::ldexp(1.0, (e < min_e ? min_e : e) - 1 - mantissa_bits);
   const double scaled = v / ulp;
   const double q = mode == reference_rounding::nearest_even ? std::nearbyint(scaled)
                    : mode == reference_rounding::down       ? std::floor(scaled)
-                                                             : std::ceil(scaled);
+                                                            : std::ceil(scaled);
   const double max = std::ldexp(2.0 - std::ldexp(1.0, -mantissa_bits), bias);
   const double r = q * ulp;
   if (std::fabs(r) > max) return std::copysign(INFINITY, v);

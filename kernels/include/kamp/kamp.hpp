@@ -2,7 +2,7 @@
 #define KAMP_KAMP_HPP
 
 #include <kamp/config.hpp>
-#include <kamp/numeric.hpp>
 #include <kamp/kernels.hpp>
+#include <kamp/numeric.hpp>
 
 #endif

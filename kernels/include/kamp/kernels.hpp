@@ -4,8 +4,8 @@
 #include <kamp/kernels/adamw.hpp>
 #include <kamp/kernels/cast.hpp>
 #include <kamp/kernels/flat_tensors.hpp>
-#include <kamp/kernels/gemm.hpp>
 #include <kamp/kernels/fused_optimizer.hpp>
+#include <kamp/kernels/gemm.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/rounding_options.hpp>

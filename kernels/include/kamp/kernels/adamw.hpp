@@ -29,8 +29,8 @@ struct adamw_rule {
   static constexpr const char* update_label = "kamp::adamw::update";
 
   struct scalars {
-    float decay;      ///< 1 - lr * weight_decay
-    float step_size;  ///< lr / (1 - beta1^t)
+    float decay;           ///< 1 - lr * weight_decay
+    float step_size;       ///< lr / (1 - beta1^t)
     float inv_bias2_sqrt;  ///< 1 / sqrt(1 - beta2^t)
     float beta1, beta2, eps;
   };
@@ -46,8 +46,12 @@ struct adamw_rule {
   KOKKOS_INLINE_FUNCTION static scalars prepare(const hyperparameters& h, float lr, std::int64_t t) {
     const double bias1 = 1.0 - pow(static_cast<double>(h.beta1), static_cast<double>(t));
     const double bias2 = 1.0 - pow(static_cast<double>(h.beta2), static_cast<double>(t));
-    return {1.0f - lr * h.weight_decay, static_cast<float>(lr / bias1), static_cast<float>(1.0 / sqrt(bias2)), h.beta1,
-            h.beta2, h.eps};
+    return {1.0f - lr * h.weight_decay,
+            static_cast<float>(lr / bias1),
+            static_cast<float>(1.0 / sqrt(bias2)),
+            h.beta1,
+            h.beta2,
+            h.eps};
   }
 
   KOKKOS_INLINE_FUNCTION static float apply(const scalars& s, float w, float g, float& m, float& v) {

@@ -26,21 +26,22 @@ KOKKOS_INLINE_FUNCTION constexpr std::uint32_t nearest_overflow_bits() {
     return 0x7f800000u;
   } else {
     using t = format_traits<T>;
-    constexpr std::uint32_t max_bits = (std::uint32_t(t::exponent_bias + 127) << 23) |
-                                       (((1u << t::mantissa_bits) - 1) << (23 - t::mantissa_bits));
+    constexpr std::uint32_t max_bits =
+        (std::uint32_t(t::exponent_bias + 127) << 23) | (((1u << t::mantissa_bits) - 1) << (23 - t::mantissa_bits));
     return max_bits + (1u << (22 - t::mantissa_bits));
   }
 }
 
 template <rounding Mode, class ExecutionSpace, class Out, class In>
-std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options) {
+std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n,
+                        const rounding_options& options) {
   using out_value_type = Out;
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   const std::uint64_t seed = options.seed, offset = options.stream_offset;
   std::size_t overflowed = 0;
   Kokkos::parallel_reduce(
       "kamp::cast", work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
-      KOKKOS_LAMBDA(std::int64_t k, std::size_t& count) {
+      KOKKOS_LAMBDA(std::int64_t k, std::size_t & count) {
         const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
         Out* KAMP_RESTRICT dst = out;
         const In* KAMP_RESTRICT src = in;
@@ -79,9 +80,10 @@ std::size_t cast(const ExecutionSpace& space, const Kokkos::View<Out*, OutProps.
   using out_value = typename Kokkos::View<Out*, OutProps...>::non_const_value_type;
   using in_value = typename Kokkos::View<In*, InProps...>::non_const_value_type;
   static_assert(std::is_same_v<Out, out_value>, "kamp::cast: the output view must be writable");
-  static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Out*, OutProps...>::memory_space>::accessible &&
-                    Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<In*, InProps...>::memory_space>::accessible,
-                "kamp::cast: both views must be accessible from the execution space");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Out*, OutProps...>::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<In*, InProps...>::memory_space>::accessible,
+      "kamp::cast: both views must be accessible from the execution space");
   if (out.extent(0) != in.extent(0))
     throw std::invalid_argument("kamp::cast: output '" + out.label() + "' has " + std::to_string(out.extent(0)) +
                                 " elements but input '" + in.label() + "' has " + std::to_string(in.extent(0)));

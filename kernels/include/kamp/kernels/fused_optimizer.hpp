@@ -43,10 +43,10 @@ namespace detail {
 /// What the one-thread prepare task computes for the flat update kernel.
 template <class Rule>
 struct step_scalars {
-  int skip;             ///< found_inf: the update kernel returns without touching anything
-  float grad_factor;    ///< 1/scale (unless already unscaled) times the clip coefficient
-  float grad_norm;      ///< global L2 norm of the unscaled gradients (0 if not computed)
-  std::int64_t t;       ///< 1-based number of this step
+  int skip;           ///< found_inf: the update kernel returns without touching anything
+  float grad_factor;  ///< 1/scale (unless already unscaled) times the clip coefficient
+  float grad_norm;    ///< global L2 norm of the unscaled gradients (0 if not computed)
+  std::int64_t t;     ///< 1-based number of this step
   typename Rule::scalars rule;
 };
 
@@ -58,8 +58,12 @@ enum class store_scheme { master_nearest, master_stochastic, nearest, stochastic
 
 // Functions, not constexpr locals: nvcc's extended lambdas may not capture a variable for the
 // first time inside `if constexpr`, and a constexpr local would be such a capture.
-KOKKOS_INLINE_FUNCTION constexpr bool has_master(store_scheme s) { return s == store_scheme::master_nearest || s == store_scheme::master_stochastic; }
-KOKKOS_INLINE_FUNCTION constexpr bool is_stochastic(store_scheme s) { return s == store_scheme::master_stochastic || s == store_scheme::stochastic; }
+KOKKOS_INLINE_FUNCTION constexpr bool has_master(store_scheme s) {
+  return s == store_scheme::master_nearest || s == store_scheme::master_stochastic;
+}
+KOKKOS_INLINE_FUNCTION constexpr bool is_stochastic(store_scheme s) {
+  return s == store_scheme::master_stochastic || s == store_scheme::stochastic;
+}
 
 template <class Model, class Grad, class Moment>
 struct optimizer_arrays {
@@ -73,9 +77,10 @@ struct optimizer_arrays {
 
 /// The flat update: per element, load the gradient, apply the factor, run the rule in fp32 on
 /// the master (or the widened weight), store moments and weights per the scheme.
-template <class Rule, store_scheme Scheme, class ExecutionSpace, class Model, class Grad, class Moment, class ScalarsView>
-void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Grad, Moment>& a, const ScalarsView& scalars,
-                  std::size_t n, const rounding_options& rounding) {
+template <class Rule, store_scheme Scheme, class ExecutionSpace, class Model, class Grad, class Moment,
+          class ScalarsView>
+void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Grad, Moment>& a,
+                  const ScalarsView& scalars, std::size_t n, const rounding_options& rounding) {
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   const std::uint64_t base_seed = rounding.seed, stream_offset = rounding.stream_offset;
   Kokkos::parallel_for(
@@ -150,13 +155,18 @@ class fused_optimizer {
 
   fused_optimizer(std::size_t n, const hyperparameters& hyper, weight_update update = weight_update::master,
                   rounding_options rounding = {})
-      : n_(n), hyper_(hyper), update_(update), rounding_(rounding), step_("kamp::optimizer::step"),
+      : n_(n),
+        hyper_(hyper),
+        update_(update),
+        rounding_(rounding),
+        step_("kamp::optimizer::step"),
         scalars_("kamp::optimizer::scalars") {
     Rule::validate(hyper_);
     if (update == weight_update::master) master_ = Kokkos::View<float*, MemorySpace>("kamp::optimizer::master", n);
     if (update == weight_update::kahan) {
       if (std::is_same_v<Model, float>)
-        throw std::invalid_argument("kamp::fused_optimizer: Kahan compensation is for 16-bit weights; fp32 weights need none");
+        throw std::invalid_argument(
+            "kamp::fused_optimizer: Kahan compensation is for 16-bit weights; fp32 weights need none");
       compensation_ = Kokkos::View<Model*, MemorySpace>("kamp::optimizer::compensation", n);
     }
     moment1_ = Kokkos::View<Moment*, MemorySpace>("kamp::optimizer::moment1", n);
@@ -228,9 +238,11 @@ void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const Executi
   check_size("step: model", model.extent(0));
   check_size("step: grads", grads.extent(0));
   if (control.max_norm > 0.0f && control.check.data() == nullptr)
-    throw std::invalid_argument("kamp::fused_optimizer::step: clipping (max_norm > 0) needs a gradient check with the norm");
+    throw std::invalid_argument(
+        "kamp::fused_optimizer::step: clipping (max_norm > 0) needs a gradient check with the norm");
   if (!(lr >= 0.0f) || !is_finite(lr))
-    throw std::invalid_argument("kamp::fused_optimizer::step: learning rate must be finite and >= 0, got " + std::to_string(lr));
+    throw std::invalid_argument("kamp::fused_optimizer::step: learning rate must be finite and >= 0, got " +
+                                std::to_string(lr));
 
   // 1. One device task: decide skip, the gradient factor and the rule's step scalars.
   const auto scalars = scalars_;
@@ -240,20 +252,23 @@ void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const Executi
   const auto check = control.check;
   const bool unscaled = control.grads_unscaled;
   const float max_norm = control.max_norm;
-  detail::single_task(Rule::prepare_label, space, KOKKOS_LAMBDA() {
-    detail::step_scalars<Rule> s;
-    s.skip = check.data() != nullptr && check().found_inf != 0;
-    s.grad_norm = check.data() != nullptr ? static_cast<float>(sqrt(static_cast<double>(check().norm_squared))) : 0.0f;
-    const float inv_scale =
-        (scaler.data() != nullptr && !unscaled) ? static_cast<float>(1.0 / static_cast<double>(scaler().scale)) : 1.0f;
-    // torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), capped at 1.
-    const float clip = (max_norm > 0.0f && s.grad_norm > max_norm) ? max_norm / (s.grad_norm + 1e-6f) : 1.0f;
-    s.grad_factor = inv_scale * clip;
-    s.t = step() + 1;
-    s.rule = Rule::prepare(hyper, lr, s.t);
-    scalars() = s;
-    if (!s.skip) step() = s.t;
-  });
+  detail::single_task(
+      Rule::prepare_label, space, KOKKOS_LAMBDA() {
+        detail::step_scalars<Rule> s;
+        s.skip = check.data() != nullptr && check().found_inf != 0;
+        s.grad_norm =
+            check.data() != nullptr ? static_cast<float>(sqrt(static_cast<double>(check().norm_squared))) : 0.0f;
+        const float inv_scale = (scaler.data() != nullptr && !unscaled)
+                                    ? static_cast<float>(1.0 / static_cast<double>(scaler().scale))
+                                    : 1.0f;
+        // torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), capped at 1.
+        const float clip = (max_norm > 0.0f && s.grad_norm > max_norm) ? max_norm / (s.grad_norm + 1e-6f) : 1.0f;
+        s.grad_factor = inv_scale * clip;
+        s.t = step() + 1;
+        s.rule = Rule::prepare(hyper, lr, s.t);
+        scalars() = s;
+        if (!s.skip) step() = s.t;
+      });
 
   // 2. One kernel over the flat range, instantiated per storage scheme so that its inner
   // loop has no branches.
@@ -261,11 +276,11 @@ void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const Executi
   const bool sr = rounding_.mode == rounding::stochastic;
   const store_scheme scheme = update_ == weight_update::master
                                   ? (sr ? store_scheme::master_stochastic : store_scheme::master_nearest)
-                                  : update_ == weight_update::kahan    ? store_scheme::kahan
-                                  : update_ == weight_update::stochastic ? store_scheme::stochastic
-                                                                         : store_scheme::nearest;
-  const detail::optimizer_arrays<Model, Grad, Moment> arrays{model.data(),   grads.data(),   master_.data(),
-                                                            moment1_.data(), moment2_.data(), compensation_.data()};
+                              : update_ == weight_update::kahan      ? store_scheme::kahan
+                              : update_ == weight_update::stochastic ? store_scheme::stochastic
+                                                                     : store_scheme::nearest;
+  const detail::optimizer_arrays<Model, Grad, Moment> arrays{model.data(),    grads.data(),    master_.data(),
+                                                             moment1_.data(), moment2_.data(), compensation_.data()};
   switch (scheme) {
     case store_scheme::master_nearest:
       return detail::fused_update<Rule, store_scheme::master_nearest>(space, arrays, scalars_, n_, rounding_);

@@ -53,7 +53,8 @@ void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
   if constexpr (tpl::available) {
     if (algorithm == gemm_algorithm::automatic && tpl::accepts(p)) path = tpl::name;
   }
-  const std::string region = "kamp::gemm[" + path + "," + dtype_name<TA>() + "," + dtype_name<TB>() + "," + dtype_name<TC>() + "]";
+  const std::string region =
+      "kamp::gemm[" + path + "," + dtype_name<TA>() + "," + dtype_name<TB>() + "," + dtype_name<TC>() + "]";
   Kokkos::Profiling::pushRegion(region);
   if constexpr (tpl::available) {
     if (path != "portable") {
@@ -90,10 +91,10 @@ const char* gemm_path() {
 /// Operands may be sub-views with a leading dimension (LayoutStride, unit column stride).
 template <class ExecutionSpace, class AView, class BView, class CView>
 void gemm(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
-          const CView& C,
-          const Kokkos::View<const float*, typename ExecutionSpace::memory_space>& bias = {},
+          const CView& C, const Kokkos::View<const float*, typename ExecutionSpace::memory_space>& bias = {},
           gemm_algorithm algorithm = gemm_algorithm::automatic) {
-  static_assert(AView::rank == 2 && BView::rank == 2 && CView::rank == 2, "kamp::gemm: A, B and C must be rank-2 views");
+  static_assert(AView::rank == 2 && BView::rank == 2 && CView::rank == 2,
+                "kamp::gemm: A, B and C must be rank-2 views");
   static_assert(!std::is_const_v<typename CView::value_type>, "kamp::gemm: C must be writable");
   detail::check_gemm_operand(A, "A");
   detail::check_gemm_operand(B, "B");
@@ -111,10 +112,24 @@ void gemm(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AVie
   using TA = typename AView::non_const_value_type;
   using TB = typename BView::non_const_value_type;
   using TC = typename CView::non_const_value_type;
-  const detail::gemm_problem<TA, TB, TC> p{m,         n,         k,         1,           ta,          tb,
-                                          alpha,     beta,      A.data(),  std::int64_t(A.stride(0)), 0,
-                                          B.data(),  std::int64_t(B.stride(0)), 0,  C.data(),  std::int64_t(C.stride(0)),
-                                          0,         bias.data()};
+  const detail::gemm_problem<TA, TB, TC> p{m,
+                                           n,
+                                           k,
+                                           1,
+                                           ta,
+                                           tb,
+                                           alpha,
+                                           beta,
+                                           A.data(),
+                                           std::int64_t(A.stride(0)),
+                                           0,
+                                           B.data(),
+                                           std::int64_t(B.stride(0)),
+                                           0,
+                                           C.data(),
+                                           std::int64_t(C.stride(0)),
+                                           0,
+                                           bias.data()};
   if (m == 0 || n == 0) return;
   detail::gemm_dispatch(space, p, algorithm);
 }
@@ -143,10 +158,24 @@ void gemm_strided_batched(const ExecutionSpace& space, op op_a, op op_b, float a
   using TA = typename AView::non_const_value_type;
   using TB = typename BView::non_const_value_type;
   using TC = typename CView::non_const_value_type;
-  const detail::gemm_problem<TA, TB, TC> p{
-      m,        n,     k,    batch, ta, tb, alpha, beta, A.data(), std::int64_t(A.stride(1)), std::int64_t(A.stride(0)),
-      B.data(), std::int64_t(B.stride(1)), std::int64_t(B.stride(0)), C.data(), std::int64_t(C.stride(1)),
-      std::int64_t(C.stride(0)), nullptr};
+  const detail::gemm_problem<TA, TB, TC> p{m,
+                                           n,
+                                           k,
+                                           batch,
+                                           ta,
+                                           tb,
+                                           alpha,
+                                           beta,
+                                           A.data(),
+                                           std::int64_t(A.stride(1)),
+                                           std::int64_t(A.stride(0)),
+                                           B.data(),
+                                           std::int64_t(B.stride(1)),
+                                           std::int64_t(B.stride(0)),
+                                           C.data(),
+                                           std::int64_t(C.stride(1)),
+                                           std::int64_t(C.stride(0)),
+                                           nullptr};
   if (m == 0 || n == 0 || batch == 0) return;
   detail::gemm_dispatch(space, p, algorithm);
 }

@@ -33,15 +33,17 @@ struct loss_scaler_options {
   float growth_factor = 2.0f;
   float backoff_factor = 0.5f;
   std::int32_t growth_interval = 2000;
-  std::int32_t hysteresis = 1;           ///< overflows tolerated before backing off (1: none)
-  bool consecutive_hysteresis = false;   ///< refill hysteresis after every clean step, not only on growth
-  float min_scale = 0.0f;                ///< 0: no minimum (PyTorch)
+  std::int32_t hysteresis = 1;          ///< overflows tolerated before backing off (1: none)
+  bool consecutive_hysteresis = false;  ///< refill hysteresis after every clean step, not only on growth
+  float min_scale = 0.0f;               ///< 0: no minimum (PyTorch)
   float max_scale = std::numeric_limits<float>::infinity();
-  bool dynamic = true;                   ///< false: the scale stays at init_scale
+  bool dynamic = true;  ///< false: the scale stays at init_scale
 
   /// Throws std::invalid_argument naming the first bad field.
   void validate() const {
-    const auto fail = [](const std::string& what) { throw std::invalid_argument("kamp::loss_scaler_options: " + what); };
+    const auto fail = [](const std::string& what) {
+      throw std::invalid_argument("kamp::loss_scaler_options: " + what);
+    };
     if (!(init_scale > 0.0f) || !is_finite(init_scale)) fail("init_scale must be finite and > 0 (PyTorch uses 65536)");
     if (!(growth_factor > 1.0f)) fail("growth_factor must be > 1 (PyTorch uses 2)");
     if (!(backoff_factor > 0.0f && backoff_factor < 1.0f)) fail("backoff_factor must be in (0, 1) (PyTorch uses 0.5)");
@@ -99,7 +101,8 @@ class loss_scaler {
  public:
   using state_view = Kokkos::View<loss_scale_state, MemorySpace>;
 
-  explicit loss_scaler(const loss_scaler_options& options = {}) : options_(options), state_("kamp::loss_scaler::state") {
+  explicit loss_scaler(const loss_scaler_options& options = {})
+      : options_(options), state_("kamp::loss_scaler::state") {
     options_.validate();
     loss_scale_state s{};
     s.scale = options_.init_scale;
@@ -116,8 +119,9 @@ class loss_scaler {
   void update(const ExecutionSpace& space, const Kokkos::View<const gradient_check, MemorySpace>& check) const {
     const auto state = state_;
     const auto options = options_;
-    detail::single_task("kamp::loss_scaler::update", space,
-                        KOKKOS_LAMBDA() { detail::update_loss_scale(state(), options, check().found_inf != 0); });
+    detail::single_task(
+        "kamp::loss_scaler::update", space,
+        KOKKOS_LAMBDA() { detail::update_loss_scale(state(), options, check().found_inf != 0); });
   }
 
   loss_scale_state host_state() const {
@@ -127,12 +131,14 @@ class loss_scaler {
   }
   /// Restore a saved state (checkpoint resume). Rejects states the options could not produce.
   void restore(const loss_scale_state& s) {
-    if (!(s.scale > 0.0f) || !is_finite(s.scale) || s.growth_tracker < 0 || s.growth_tracker >= options_.growth_interval ||
-        s.hysteresis_left < 1 || s.hysteresis_left > options_.hysteresis || s.steps < 0 || s.skipped_steps < 0 ||
-        s.skipped_steps > s.steps)
-      throw std::invalid_argument("kamp::loss_scaler::restore: the saved scaler state is inconsistent with these options "
-                                  "(scale " + std::to_string(s.scale) + ", tracker " + std::to_string(s.growth_tracker) +
-                                  "); was it saved with a different growth_interval or hysteresis?");
+    if (!(s.scale > 0.0f) || !is_finite(s.scale) || s.growth_tracker < 0 ||
+        s.growth_tracker >= options_.growth_interval || s.hysteresis_left < 1 ||
+        s.hysteresis_left > options_.hysteresis || s.steps < 0 || s.skipped_steps < 0 || s.skipped_steps > s.steps)
+      throw std::invalid_argument(
+          "kamp::loss_scaler::restore: the saved scaler state is inconsistent with these options "
+          "(scale " +
+          std::to_string(s.scale) + ", tracker " + std::to_string(s.growth_tracker) +
+          "); was it saved with a different growth_interval or hysteresis?");
     Kokkos::deep_copy(state_, s);
   }
 

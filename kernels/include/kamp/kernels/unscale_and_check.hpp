@@ -92,8 +92,9 @@ void unscale_and_check(const ExecutionSpace& space, const Kokkos::View<Grad*, Pr
                        const Kokkos::View<gradient_check, typename ExecutionSpace::memory_space>& result,
                        const unscale_options& options = {}) {
   static_assert(!std::is_const_v<Grad>, "kamp::unscale_and_check: gradients must be writable");
-  static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Grad*, Props...>::memory_space>::accessible,
-                "kamp::unscale_and_check: gradients must be accessible from the execution space");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Grad*, Props...>::memory_space>::accessible,
+      "kamp::unscale_and_check: gradients must be accessible from the execution space");
   const std::size_t n = grads.extent(0);
   if (options.in_place && options.compute_norm)
     detail::unscale_and_check_launch<true, true>(space, grads.data(), n, scaler, result);

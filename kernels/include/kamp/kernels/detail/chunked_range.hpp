@@ -60,23 +60,12 @@ std::int64_t work_items(std::size_t n) {
   return static_cast<std::int64_t>((n + c - 1) / c);
 }
 
-/// Calls body(begin, end) over [0, n) split into work items, in one kernel launch.
-template <class ExecutionSpace, class Body>
-void parallel_chunks(const char* label, const ExecutionSpace& space, std::size_t n, const Body& body) {
-  if (n == 0) return;
-  constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
-  Kokkos::parallel_for(
-      label, work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)), KOKKOS_LAMBDA(std::int64_t k) {
-        const std::size_t begin = static_cast<std::size_t>(k) * c;
-        body(begin, begin + c < n ? begin + c : n);
-      });
-}
-
 /// One work item on the device: for the tiny state updates (loss scaler, step coefficients)
 /// that must stay on the device so the host never waits.
 template <class ExecutionSpace, class Body>
 void single_task(const char* label, const ExecutionSpace& space, const Body& body) {
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecutionSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { body(); });
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<ExecutionSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { body(); });
 }
 
 }  // namespace kamp::detail

@@ -94,7 +94,8 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
   const int tiles_m = (p.m + TM - 1) / TM, tiles_n = (p.n + TN - 1) / TN;
   const int league = tiles_m * tiles_n * p.batch;
   if (league == 0) return;
-  const std::size_t scratch_bytes = scratch::shmem_size(TM * TK) + scratch::shmem_size(TK * TN) + scratch::shmem_size(TM * TN);
+  const std::size_t scratch_bytes =
+      scratch::shmem_size(TM * TK) + scratch::shmem_size(TK * TN) + scratch::shmem_size(TM * TN);
   const policy pol = policy(space, league, tiles::team_size).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
 
   Kokkos::parallel_for(

@@ -18,9 +18,12 @@ namespace kamp::detail {
 
 template <class T>
 constexpr cudaDataType_t cuda_type() {
-  if constexpr (std::is_same_v<T, float>) return CUDA_R_32F;
-  else if constexpr (std::is_same_v<T, bf16>) return CUDA_R_16BF;
-  else return CUDA_R_16F;
+  if constexpr (std::is_same_v<T, float>)
+    return CUDA_R_32F;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return CUDA_R_16BF;
+  else
+    return CUDA_R_16F;
 }
 
 /// One cuBLAS handle per process (cublasCreate is expensive); the stream is set per call.
@@ -43,10 +46,10 @@ struct gemm_tpl<Kokkos::Cuda, TA, TB, TC> {
     cublasSetStream(h, space.cuda_stream());
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
     const cublasOperation_t opb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opa = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasStatus_t s = cublasGemmStridedBatchedEx(
-        h, opb, opa, p.n, p.m, p.k, &p.alpha, p.b, cuda_type<TB>(), int(p.ldb), p.stride_b, p.a, cuda_type<TA>(),
-        int(p.lda), p.stride_a, &p.beta, p.c, cuda_type<TC>(), int(p.ldc), p.stride_c, p.batch, CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT);
+    const cublasStatus_t s =
+        cublasGemmStridedBatchedEx(h, opb, opa, p.n, p.m, p.k, &p.alpha, p.b, cuda_type<TB>(), int(p.ldb), p.stride_b,
+                                   p.a, cuda_type<TA>(), int(p.lda), p.stride_a, &p.beta, p.c, cuda_type<TC>(),
+                                   int(p.ldc), p.stride_c, p.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
       throw std::runtime_error("kamp::gemm: cublasGemmStridedBatchedEx failed with status " + std::to_string(int(s)));
   }

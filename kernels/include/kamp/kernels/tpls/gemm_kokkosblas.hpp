@@ -24,7 +24,8 @@ struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, float, float, float> {
   /// contiguous (ld == columns); other shapes take the portable path, and so does K = 0, where
   /// KokkosBlas 3.4 leaves C unscaled by beta.
   static bool accepts(const gemm_problem<float, float, float>& p) {
-    return p.k > 0 && p.bias == nullptr && p.lda == (p.trans_a ? p.m : p.k) && p.ldb == (p.trans_b ? p.k : p.n) && p.ldc == p.n;
+    return p.k > 0 && p.bias == nullptr && p.lda == (p.trans_a ? p.m : p.k) && p.ldb == (p.trans_b ? p.k : p.n) &&
+           p.ldc == p.n;
   }
 
   static void run(const ExecutionSpace&, const gemm_problem<float, float, float>& p) {

@@ -121,7 +121,8 @@ KOKKOS_INLINE_FUNCTION std::uint32_t widen_bits(std::uint16_t h) {
     // Subnormal m * 2^-24: give it the exponent of 2^-14 as if normal, then subtract the
     // implicit 2^-14; operands and result are normal fp32, so the subtraction is exact.
     constexpr std::uint32_t two_pow_minus14 = 113u << 23;
-    const std::uint32_t subnormal = float_to_bits(bits_to_float(shifted + two_pow_minus14) - bits_to_float(two_pow_minus14));
+    const std::uint32_t subnormal =
+        float_to_bits(bits_to_float(shifted + two_pow_minus14) - bits_to_float(two_pow_minus14));
     const std::uint32_t r = exponent == 0 ? subnormal : (exponent == (0x1fu << 23) ? special : normal);
     return r | (std::uint32_t(h & 0x8000u) << 16);
   }
