@@ -114,6 +114,39 @@ TEMPLATE_TEST_CASE("portable gemm, every type combination, all transposes and ed
                                                       portable);
 }
 
+namespace {
+
+// Every (A, B, C) type combination, all four transpose pairs, two odd sizes.
+template <class ExecSpace, class TA, class TB, class TC>
+void check_combination() {
+  for (const auto oa : {kamp::op::none, kamp::op::transpose})
+    for (const auto ob : {kamp::op::none, kamp::op::transpose}) {
+      check_gemm<ExecSpace, TA, TB, TC>(33, 65, 7, oa, ob, 1.0f, 0.5f, false, kamp::gemm_algorithm::portable);
+      check_gemm<ExecSpace, TA, TB, TC>(65, 33, 70, oa, ob, 1.0f, 0.0f, false, kamp::gemm_algorithm::portable);
+    }
+}
+template <class ExecSpace, class TA, class TB>
+void check_output_types() {
+  check_combination<ExecSpace, TA, TB, float>();
+  check_combination<ExecSpace, TA, TB, kamp::bf16>();
+  check_combination<ExecSpace, TA, TB, kamp::fp16>();
+}
+template <class ExecSpace, class TA>
+void check_b_types() {
+  check_output_types<ExecSpace, TA, float>();
+  check_output_types<ExecSpace, TA, kamp::bf16>();
+  check_output_types<ExecSpace, TA, kamp::fp16>();
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("portable gemm: all 27 type combinations x all transposes", "[kernels][gemm]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  check_b_types<TestType, float>();
+  check_b_types<TestType, kamp::bf16>();
+  check_b_types<TestType, kamp::fp16>();
+}
+
 TEMPLATE_TEST_CASE("gemm with vendor libraries where present agrees with the fp64 bound", "[kernels][gemm]",
                    KAMP_TEST_EXECUTION_SPACES) {
   const std::string fp32_path = kamp::gemm_path<TestType, float, float, float>();

@@ -50,10 +50,6 @@ struct step_scalars {
   typename Rule::scalars rule;
 };
 
-}  // namespace detail
-
-namespace detail {
-
 enum class store_scheme { master_nearest, master_stochastic, nearest, stochastic, kahan };
 
 // Functions, not constexpr locals: nvcc's extended lambdas may not capture a variable for the
