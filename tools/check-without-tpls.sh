@@ -4,7 +4,9 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 "$KAMP_REPO_DIR/tools/setup.sh" >/dev/null
-build="$KAMP_CACHE_DIR/build/kamp-no-tpls"
+# Inside the clone: a CMake build tree belongs to one source tree, and CI clones anew.
+build="$KAMP_REPO_DIR/build/checks/no-tpls"
+mkdir -p "$(dirname "$build")"
 kamp_step "building kamp without vendor GEMM libraries in $build"
 cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")" \
   -DKAMP_ENABLE_KOKKOSKERNELS=OFF -DKAMP_ENABLE_DNNL=OFF -DKAMP_ENABLE_APPS=OFF >/dev/null \

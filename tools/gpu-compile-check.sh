@@ -30,7 +30,9 @@ esac
 prefix=$(cat "$KAMP_CACHE_DIR/kokkos-$backend.prefix")
 [ "$compiler" = nvcc_wrapper ] && compiler="$prefix/bin/nvcc_wrapper"
 
-build="$KAMP_CACHE_DIR/build/kamp-$backend-check"
+# Inside the clone: a CMake build tree belongs to one source tree, and CI clones anew.
+build="$KAMP_REPO_DIR/build/checks/$backend"
+mkdir -p "$(dirname "$build")"
 kamp_step "compiling kamp for $backend in $build"
 t0=$(date +%s)
 cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$compiler" \
