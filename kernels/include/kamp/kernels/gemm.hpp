@@ -67,6 +67,56 @@ void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
   Kokkos::Profiling::popRegion();
 }
 
+/// Checks op(A) op(B) against C and describes the problem in raw pointers and strides. Works for
+/// rank-2 views (one matrix) and rank-3 views (batch, rows, cols) alike.
+template <class AView, class BView, class CView>
+auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
+                       const CView& C, const float* bias, std::size_t bias_size) {
+  constexpr int r = CView::rank;  // matrix dimensions are r-2 (rows) and r-1 (columns)
+  check_gemm_operand(A, "A");
+  check_gemm_operand(B, "B");
+  check_gemm_operand(C, "C");
+  const bool ta = op_a == op::transpose, tb = op_b == op::transpose;
+  const int batch = r == 3 ? int(C.extent(0)) : 1;
+  const int m = int(A.extent(ta ? r - 1 : r - 2)), k = int(A.extent(ta ? r - 2 : r - 1));
+  const int kb = int(B.extent(tb ? r - 1 : r - 2)), n = int(B.extent(tb ? r - 2 : r - 1));
+  const bool batches_agree = r == 2 || (int(A.extent(0)) == batch && int(B.extent(0)) == batch);
+  if (!batches_agree || k != kb || int(C.extent(r - 2)) != m || int(C.extent(r - 1)) != n)
+    throw std::invalid_argument(std::string(api) + ": " +
+                                (r == 3 ? "batches " + std::to_string(A.extent(0)) + "/" + std::to_string(B.extent(0)) +
+                                              "/" + std::to_string(batch) + ", "
+                                        : std::string()) +
+                                "op(A) is " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) is " +
+                                std::to_string(kb) + "x" + std::to_string(n) + ", C is " +
+                                std::to_string(C.extent(r - 2)) + "x" + std::to_string(C.extent(r - 1)) + "; need " +
+                                (r == 3 ? "equal batches and " : "") + "op(A) MxK, op(B) KxN, C MxN");
+  if (bias != nullptr && int(bias_size) != n)
+    throw std::invalid_argument(std::string(api) + ": bias has " + std::to_string(bias_size) + " elements, C has " +
+                                std::to_string(n) + " columns");
+  const auto batch_stride = [](const auto& v) { return r == 3 ? std::int64_t(v.stride(0)) : std::int64_t(0); };
+  using TA = typename AView::non_const_value_type;
+  using TB = typename BView::non_const_value_type;
+  using TC = typename CView::non_const_value_type;
+  return gemm_problem<TA, TB, TC>{m,
+                                  n,
+                                  k,
+                                  batch,
+                                  ta,
+                                  tb,
+                                  alpha,
+                                  beta,
+                                  A.data(),
+                                  std::int64_t(A.stride(r - 2)),
+                                  batch_stride(A),
+                                  B.data(),
+                                  std::int64_t(B.stride(r - 2)),
+                                  batch_stride(B),
+                                  C.data(),
+                                  std::int64_t(C.stride(r - 2)),
+                                  batch_stride(C),
+                                  bias};
+}
+
 }  // namespace detail
 
 /// \brief The implementation `gemm` picks for these types, shapes aside ("portable", "kokkosblas",
@@ -96,41 +146,8 @@ void gemm(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AVie
   static_assert(AView::rank == 2 && BView::rank == 2 && CView::rank == 2,
                 "kamp::gemm: A, B and C must be rank-2 views");
   static_assert(!std::is_const_v<typename CView::value_type>, "kamp::gemm: C must be writable");
-  detail::check_gemm_operand(A, "A");
-  detail::check_gemm_operand(B, "B");
-  detail::check_gemm_operand(C, "C");
-  const bool ta = op_a == op::transpose, tb = op_b == op::transpose;
-  const int m = int(ta ? A.extent(1) : A.extent(0)), k = int(ta ? A.extent(0) : A.extent(1));
-  const int kb = int(tb ? B.extent(1) : B.extent(0)), n = int(tb ? B.extent(0) : B.extent(1));
-  if (k != kb || int(C.extent(0)) != m || int(C.extent(1)) != n)
-    throw std::invalid_argument("kamp::gemm: op(A) is " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) is " +
-                                std::to_string(kb) + "x" + std::to_string(n) + ", C is " + std::to_string(C.extent(0)) +
-                                "x" + std::to_string(C.extent(1)) + "; need op(A) MxK, op(B) KxN, C MxN");
-  if (bias.data() != nullptr && int(bias.extent(0)) != n)
-    throw std::invalid_argument("kamp::gemm: bias has " + std::to_string(bias.extent(0)) + " elements, C has " +
-                                std::to_string(n) + " columns");
-  using TA = typename AView::non_const_value_type;
-  using TB = typename BView::non_const_value_type;
-  using TC = typename CView::non_const_value_type;
-  const detail::gemm_problem<TA, TB, TC> p{m,
-                                           n,
-                                           k,
-                                           1,
-                                           ta,
-                                           tb,
-                                           alpha,
-                                           beta,
-                                           A.data(),
-                                           std::int64_t(A.stride(0)),
-                                           0,
-                                           B.data(),
-                                           std::int64_t(B.stride(0)),
-                                           0,
-                                           C.data(),
-                                           std::int64_t(C.stride(0)),
-                                           0,
-                                           bias.data()};
-  if (m == 0 || n == 0) return;
+  const auto p = detail::make_gemm_problem("kamp::gemm", op_a, op_b, alpha, A, B, beta, C, bias.data(), bias.extent(0));
+  if (p.m == 0 || p.n == 0) return;
   detail::gemm_dispatch(space, p, algorithm);
 }
 
@@ -141,42 +158,8 @@ void gemm_strided_batched(const ExecutionSpace& space, op op_a, op op_b, float a
                           float beta, const CView& C, gemm_algorithm algorithm = gemm_algorithm::automatic) {
   static_assert(AView::rank == 3 && BView::rank == 3 && CView::rank == 3,
                 "kamp::gemm_strided_batched: A, B and C must be rank-3 views (batch, rows, cols)");
-  detail::check_gemm_operand(A, "A");
-  detail::check_gemm_operand(B, "B");
-  detail::check_gemm_operand(C, "C");
-  const bool ta = op_a == op::transpose, tb = op_b == op::transpose;
-  const int batch = int(C.extent(0));
-  const int m = int(ta ? A.extent(2) : A.extent(1)), k = int(ta ? A.extent(1) : A.extent(2));
-  const int kb = int(tb ? B.extent(2) : B.extent(1)), n = int(tb ? B.extent(1) : B.extent(2));
-  if (int(A.extent(0)) != batch || int(B.extent(0)) != batch || k != kb || int(C.extent(1)) != m ||
-      int(C.extent(2)) != n)
-    throw std::invalid_argument("kamp::gemm_strided_batched: batches " + std::to_string(A.extent(0)) + "/" +
-                                std::to_string(B.extent(0)) + "/" + std::to_string(batch) + ", op(A) " +
-                                std::to_string(m) + "x" + std::to_string(k) + ", op(B) " + std::to_string(kb) + "x" +
-                                std::to_string(n) + ", C " + std::to_string(C.extent(1)) + "x" +
-                                std::to_string(C.extent(2)) + "; need equal batches and op(A) MxK, op(B) KxN, C MxN");
-  using TA = typename AView::non_const_value_type;
-  using TB = typename BView::non_const_value_type;
-  using TC = typename CView::non_const_value_type;
-  const detail::gemm_problem<TA, TB, TC> p{m,
-                                           n,
-                                           k,
-                                           batch,
-                                           ta,
-                                           tb,
-                                           alpha,
-                                           beta,
-                                           A.data(),
-                                           std::int64_t(A.stride(1)),
-                                           std::int64_t(A.stride(0)),
-                                           B.data(),
-                                           std::int64_t(B.stride(1)),
-                                           std::int64_t(B.stride(0)),
-                                           C.data(),
-                                           std::int64_t(C.stride(1)),
-                                           std::int64_t(C.stride(0)),
-                                           nullptr};
-  if (m == 0 || n == 0 || batch == 0) return;
+  const auto p = detail::make_gemm_problem("kamp::gemm_strided_batched", op_a, op_b, alpha, A, B, beta, C, nullptr, 0);
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   detail::gemm_dispatch(space, p, algorithm);
 }
 
