@@ -8,6 +8,7 @@
 #include <kamp/kernels/gemm.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/kernels/nn.hpp>
 #include <kamp/kernels/rounding_options.hpp>
 #include <kamp/kernels/sgd.hpp>
 #include <kamp/kernels/unscale_and_check.hpp>

@@ -8,6 +8,7 @@
 #include <kamp/kernels/tpls/gemm_dnnl.hpp>
 #include <kamp/kernels/tpls/gemm_kokkosblas.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
+#include <kamp/numeric/dtype.hpp>
 #include <kamp/numeric/format.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -29,11 +30,7 @@ namespace detail {
 
 template <class T>
 const char* dtype_name() {
-  if constexpr (std::is_same_v<T, float>) {
-    return "fp32";
-  } else {
-    return format_traits<T>::name;
-  }
+  return name(dtype_of<T>());
 }
 
 template <class View>
@@ -45,6 +42,10 @@ void check_gemm_operand(const View& v, const char* what) {
     throw std::invalid_argument(std::string("kamp::gemm: ") + what + " '" + v.label() +
                                 "' must have contiguous rows (unit stride along its last dimension)");
 }
+
+template <class AView, class BView, class CView>
+using gemm_accum_t = common_accum_t<typename AView::non_const_value_type, typename BView::non_const_value_type,
+                                    typename CView::non_const_value_type>;
 
 template <class ExecutionSpace, class TA, class TB, class TC>
 void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm) {
@@ -71,7 +72,8 @@ void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
 /// rank-2 views (one matrix) and rank-3 views (batch, rows, cols) alike.
 template <class AView, class BView, class CView>
 auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
-                       const CView& C, const float* bias, std::size_t bias_size) {
+                       const CView& C,
+                       const gemm_accum_t<AView, BView, CView>* bias, std::size_t bias_size) {
   constexpr int r = CView::rank;  // matrix dimensions are r-2 (rows) and r-1 (columns)
   check_gemm_operand(A, "A");
   check_gemm_operand(B, "B");
@@ -137,11 +139,14 @@ const char* gemm_path() {
 /// \param B (K,N), or (N,K) when op_b is transpose; fp32, bf16 or fp16
 /// \param C (M,N); fp32, bf16 or fp16. beta == 0 never reads C.
 /// \param bias (N) fp32 added after scaling, or an empty view
-/// Products accumulate in fp32 whatever the types; C is rounded once (nearest even).
+/// Products accumulate in fp32 whatever the types; C is rounded once (nearest even). fp64
+/// operands (all three) run the portable kernel in fp64, for references and gradient checks.
 /// Operands may be sub-views with a leading dimension (LayoutStride, unit column stride).
 template <class ExecutionSpace, class AView, class BView, class CView>
 void gemm(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
-          const CView& C, const Kokkos::View<const float*, typename ExecutionSpace::memory_space>& bias = {},
+          const CView& C,
+          const Kokkos::View<const detail::gemm_accum_t<AView, BView, CView>*, typename ExecutionSpace::memory_space>&
+              bias = {},
           gemm_algorithm algorithm = gemm_algorithm::automatic) {
   static_assert(AView::rank == 2 && BView::rank == 2 && CView::rank == 2,
                 "kamp::gemm: A, B and C must be rank-2 views");

@@ -20,6 +20,22 @@ KOKKOS_INLINE_FUNCTION float load_float(const float16<E>* p) {
   return detail::bits_to_float(detail::widen_bits<float16<E>>(p->bits));
 }
 
+/// Loads an element as the compute type Acc: fp32 for the fp32 and 16-bit formats, or fp64 for
+/// fp64 data (reference and gradient-check builds).
+template <class Acc, class T>
+KOKKOS_INLINE_FUNCTION Acc load_as(const T* p) {
+  return static_cast<Acc>(load_float(p));
+}
+template <class Acc>
+KOKKOS_INLINE_FUNCTION Acc load_as(const double* p) {
+  return static_cast<Acc>(*p);
+}
+
+KOKKOS_INLINE_FUNCTION bool store_nearest(double* p, double x) {
+  *p = x;
+  return x - x == 0.0;
+}
+
 /// Stores x rounded to nearest even (exact for float); returns whether the stored value is finite.
 KOKKOS_INLINE_FUNCTION bool store_nearest(float* p, float x) {
   *p = x;

@@ -17,6 +17,8 @@ namespace kamp::detail {
 /// op(A) is M x K, op(B) is K x N; ld* are row strides, stride_* batch strides (elements).
 template <class TA, class TB, class TC>
 struct gemm_problem {
+  /// fp32, or fp64 when an operand is fp64 (reference builds): products, sums, alpha, beta, bias
+  using accum = common_accum_t<TA, TB, TC>;
   int m, n, k, batch;
   bool trans_a, trans_b;
   float alpha, beta;
@@ -26,7 +28,7 @@ struct gemm_problem {
   std::int64_t ldb, stride_b;
   TC* c;
   std::int64_t ldc, stride_c;
-  const float* bias;  ///< (N) or nullptr
+  const accum* bias;  ///< (N) or nullptr
 };
 
 /// Tile sizes of the portable kernel per execution space. CPU threads work alone on a tile
@@ -55,32 +57,32 @@ struct gemm_tiles<Kokkos::Experimental::HIP> {
 };
 #endif
 
-/// Copies a rows x cols block whose source rows are contiguous (src + r*ld + c) into fp32
+/// Copies a rows x cols block whose source rows are contiguous (src + r*ld + c) into Acc
 /// scratch, at dst[r*cols + c] or, when Transposed, dst[c*rows + r]; zeros outside
 /// (valid_rows, valid_cols), so edge tiles need no special case later. One thread walks rows
 /// with a contiguous inner loop (vectorizable); a GPU team strides over elements (coalesced).
-template <bool Transposed, int TeamSize, class Member, class T>
-KOKKOS_INLINE_FUNCTION void load_tile(const Member& team, float* dst, const T* src, std::int64_t ld, int rows, int cols,
+template <bool Transposed, int TeamSize, class Member, class Acc, class T>
+KOKKOS_INLINE_FUNCTION void load_tile(const Member& team, Acc* dst, const T* src, std::int64_t ld, int rows, int cols,
                                       int valid_rows, int valid_cols) {
-  const auto at = [&](int r, int c) -> float& { return Transposed ? dst[c * rows + r] : dst[r * cols + c]; };
+  const auto at = [&](int r, int c) -> Acc& { return Transposed ? dst[c * rows + r] : dst[r * cols + c]; };
   if constexpr (TeamSize == 1) {
     for (int r = 0; r < rows; ++r) {
       const T* KAMP_RESTRICT row = src + r * ld;
       const int n = r < valid_rows ? valid_cols : 0;
-      for (int c = 0; c < n; ++c) at(r, c) = load_float(row + c);
-      for (int c = n; c < cols; ++c) at(r, c) = 0.0f;
+      for (int c = 0; c < n; ++c) at(r, c) = load_as<Acc>(row + c);
+      for (int c = n; c < cols; ++c) at(r, c) = Acc(0);
     }
   } else {
     for (int i = team.team_rank(); i < rows * cols; i += team.team_size()) {
       const int r = i / cols, c = i % cols;
-      at(r, c) = (r < valid_rows && c < valid_cols) ? load_float(src + r * ld + c) : 0.0f;
+      at(r, c) = (r < valid_rows && c < valid_cols) ? load_as<Acc>(src + r * ld + c) : Acc(0);
     }
   }
 }
 
 /// The portable tiled kernel: one team per (batch, tile of C). Per K-tile the team loads op(A)
-/// and op(B) tiles into scratch, converted to fp32 as they are loaded, and accumulates in an
-/// fp32 C tile in scratch through register blocks; the store applies alpha, beta, the bias and
+/// and op(B) tiles into scratch, converted to fp32 (fp64 for fp64 data) as they are loaded, and
+/// accumulates in a C tile in scratch through register blocks; the store applies alpha, beta, the bias and
 /// one rounding to C's type. beta == 0 never reads C, so NaN in C cannot leak.
 template <class ExecutionSpace, class TA, class TB, class TC>
 void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p) {
@@ -89,7 +91,8 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
   static_assert(TM % RM == 0 && TN % RN == 0, "kamp::gemm: register blocks must tile the scratch tile");
   using policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using member = typename policy::member_type;
-  using scratch = Kokkos::View<float*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using acc_t = typename gemm_problem<TA, TB, TC>::accum;
+  using scratch = Kokkos::View<acc_t*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   const int tiles_m = (p.m + TM - 1) / TM, tiles_n = (p.n + TN - 1) / TN;
   const int league = tiles_m * tiles_n * p.batch;
@@ -109,7 +112,7 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
         scratch as(team.team_scratch(0), TM * TK), bs(team.team_scratch(0), TK * TN), cs(team.team_scratch(0), TM * TN);
         const int rank = team.team_rank(), size = team.team_size();
 
-        for (int i = rank; i < TM * TN; i += size) cs(i) = 0.0f;
+        for (int i = rank; i < TM * TN; i += size) cs(i) = acc_t(0);
         for (int k0 = 0; k0 < p.k; k0 += TK) {
           team.team_barrier();
           const int kv = p.k - k0 < TK ? p.k - k0 : TK, mv = p.m - row0 < TM ? p.m - row0 : TM,
@@ -128,19 +131,19 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
           team.team_barrier();
           for (int blk = rank; blk < (TM / RM) * (TN / RN); blk += size) {
             const int r0 = blk / (TN / RN) * RM, c0 = blk % (TN / RN) * RN;
-            accum_type_t<TC> acc[RM][RN];
+            acc_t acc[RM][RN];
             KAMP_UNROLL
             for (int r = 0; r < RM; ++r)
               for (int cc = 0; cc < RN; ++cc) acc[r][cc] = cs((r0 + r) * TN + c0 + cc);
             const int a_row_stride = p.trans_a ? 1 : TK, a_k_stride = p.trans_a ? TM : 1;
-            const float* KAMP_RESTRICT a_tile = as.data() + r0 * a_row_stride;
-            const float* KAMP_RESTRICT b_tile = bs.data() + c0;
+            const acc_t* KAMP_RESTRICT a_tile = as.data() + r0 * a_row_stride;
+            const acc_t* KAMP_RESTRICT b_tile = bs.data() + c0;
             for (int kk = 0; kk < TK; ++kk) {
               // The vector dimension is the register block's columns (one SIMD register's worth
               // on CPUs); rows are unrolled, so acc stays in registers across the K loop.
               KAMP_UNROLL
               for (int r = 0; r < RM; ++r) {
-                const float av = a_tile[r * a_row_stride + kk * a_k_stride];
+                const acc_t av = a_tile[r * a_row_stride + kk * a_k_stride];
                 KAMP_SIMD()
                 for (int cc = 0; cc < RN; ++cc) acc[r][cc] += av * b_tile[kk * TN + cc];
               }
@@ -155,8 +158,8 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
           const int row = row0 + i / TN, col = col0 + i % TN;
           if (row >= p.m || col >= p.n) continue;
           TC* out = c + row * p.ldc + col;
-          float v = p.alpha * cs(i);
-          if (p.beta != 0.0f) v += p.beta * load_float(out);
+          acc_t v = p.alpha * cs(i);
+          if (p.beta != 0.0f) v += p.beta * load_as<acc_t>(out);
           if (p.bias != nullptr) v += p.bias[col];
           store_nearest(out, v);
         }

@@ -1,0 +1,12 @@
+#ifndef KAMP_KERNELS_NN_HPP
+#define KAMP_KERNELS_NN_HPP
+
+// The transformer's own ops, each a forward/backward pair with statistics in fp32.
+#include <kamp/kernels/nn/causal_softmax.hpp>
+#include <kamp/kernels/nn/column_sums.hpp>
+#include <kamp/kernels/nn/cross_entropy.hpp>
+#include <kamp/kernels/nn/embedding.hpp>
+#include <kamp/kernels/nn/gelu.hpp>
+#include <kamp/kernels/nn/layernorm.hpp>
+
+#endif

@@ -1,0 +1,103 @@
+#ifndef KAMP_KERNELS_NN_EMBEDDING_HPP
+#define KAMP_KERNELS_NN_EMBEDDING_HPP
+
+#include <kamp/kernels/nn/detail.hpp>
+
+#include <vector>
+
+namespace kamp {
+
+/// \brief out(b·T + t, :) = wte(tokens(b, t), :) + wpe(t, :): token plus learned position
+/// embeddings, added in the compute type. Label `kamp::embedding_forward`.
+template <class ExecutionSpace, class P, class O, class... TP, class... PP, class... OP>
+void embedding_forward(const ExecutionSpace& space, const Kokkos::View<const int**, TP...>& tokens,
+                       const Kokkos::View<P**, PP...>& wte, const Kokkos::View<P**, PP...>& wpe,
+                       const Kokkos::View<O**, OP...>& out) {
+  using acc = common_accum_t<typename Kokkos::View<P**, PP...>::non_const_value_type, O>;
+  const std::int64_t batch = tokens.extent(0), t = tokens.extent(1), c = wte.extent(1);
+  detail::check_extent("kamp::embedding_forward", "out rows", out.extent(0), batch * t);
+  detail::check_extent("kamp::embedding_forward", "out columns", out.extent(1), c);
+  detail::check_extent("kamp::embedding_forward", "wpe columns", wpe.extent(1), c);
+  if (std::int64_t(wpe.extent(0)) < t)
+    throw std::invalid_argument("kamp::embedding_forward: " + std::to_string(t) + " positions but wpe has only " +
+                                std::to_string(wpe.extent(0)));
+  const int* tok = tokens.data();
+  const auto* te = wte.data();
+  const auto* pe = wpe.data();
+  O* o = out.data();
+  Kokkos::parallel_for(
+      "kamp::embedding_forward", detail::row_policy(space, batch * t), KOKKOS_LAMBDA(std::int64_t r) {
+        const auto* KAMP_RESTRICT e = te + std::int64_t(tok[r]) * c;
+        const auto* KAMP_RESTRICT p = pe + (r % t) * c;
+        O* KAMP_RESTRICT dst = o + r * c;
+        KAMP_SIMD()
+        for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(e + i) + load_as<acc>(p + i));
+      });
+}
+
+/// \brief Rows of a token batch grouped by token id (CSR), so the embedding's backward pass
+/// sums each vocabulary row's gradient in a fixed order (no atomics; deterministic).
+template <class MemorySpace>
+struct token_rows {
+  Kokkos::View<int*, MemorySpace> offsets;  ///< (V+1): rows of token v are rows[offsets[v]..offsets[v+1])
+  Kokkos::View<int*, MemorySpace> rows;     ///< (N) row indices, ascending within each token
+
+  /// Builds the index from host tokens (b·T + t order); throws on a token outside [0, vocab).
+  token_rows(const int* tokens, std::size_t n, int vocab)
+      : offsets("kamp::token_rows::offsets", vocab + 1), rows("kamp::token_rows::rows", n) {
+    std::vector<int> count(vocab + 1, 0), order(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (tokens[i] < 0 || tokens[i] >= vocab)
+        throw std::invalid_argument("kamp::token_rows: token " + std::to_string(tokens[i]) + " at position " +
+                                    std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(vocab) +
+                                    ")");
+      ++count[tokens[i] + 1];
+    }
+    for (int v = 0; v < vocab; ++v) count[v + 1] += count[v];
+    std::vector<int> next(count.begin(), count.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) order[next[tokens[i]]++] = int(i);
+    Kokkos::deep_copy(offsets, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(count.data(), vocab + 1));
+    Kokkos::deep_copy(rows, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(order.data(), n));
+  }
+};
+
+/// \brief dwte(v, :) += Σ dout(rows of token v, :), dwpe(t, :) += Σ_b dout(b·T + t, :), each sum
+/// in ascending row order. Labels `kamp::embedding_backward::tokens`, `...::positions`.
+template <class ExecutionSpace, class D, class G, class... DP, class... GP>
+void embedding_backward(const ExecutionSpace& space, const token_rows<typename ExecutionSpace::memory_space>& index,
+                        int positions, const Kokkos::View<D**, DP...>& dout, const Kokkos::View<G**, GP...>& dwte,
+                        const Kokkos::View<G**, GP...>& dwpe) {
+  using acc = common_accum_t<typename Kokkos::View<D**, DP...>::non_const_value_type, G>;
+  const std::int64_t n = dout.extent(0), c = dout.extent(1), t = positions;
+  detail::check_extent("kamp::embedding_backward", "token index", index.rows.extent(0), n);
+  detail::check_extent("kamp::embedding_backward", "dwte rows", dwte.extent(0) + 1, index.offsets.extent(0));
+  detail::check_extent("kamp::embedding_backward", "dwte columns", dwte.extent(1), c);
+  detail::check_extent("kamp::embedding_backward", "dwpe columns", dwpe.extent(1), c);
+  const auto* d = dout.data();
+  G* te = dwte.data();
+  G* pe = dwpe.data();
+  const int* offsets = index.offsets.data();
+  const int* rows = index.rows.data();
+  Kokkos::parallel_for(
+      "kamp::embedding_backward::tokens", detail::row_policy(space, dwte.extent(0)), KOKKOS_LAMBDA(std::int64_t v) {
+        G* KAMP_RESTRICT dst = te + v * c;
+        for (int k = offsets[v]; k < offsets[v + 1]; ++k) {
+          const auto* KAMP_RESTRICT src = d + std::int64_t(rows[k]) * c;
+          KAMP_SIMD()
+          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
+        }
+      });
+  Kokkos::parallel_for(
+      "kamp::embedding_backward::positions", detail::row_policy(space, t), KOKKOS_LAMBDA(std::int64_t p) {
+        G* KAMP_RESTRICT dst = pe + p * c;
+        for (std::int64_t r = p; r < n; r += t) {
+          const auto* KAMP_RESTRICT src = d + r * c;
+          KAMP_SIMD()
+          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
+        }
+      });
+}
+
+}  // namespace kamp
+
+#endif

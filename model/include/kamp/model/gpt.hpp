@@ -1,0 +1,104 @@
+#ifndef KAMP_MODEL_GPT_HPP
+#define KAMP_MODEL_GPT_HPP
+
+#include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/kernels/nn/embedding.hpp>
+#include <kamp/model/gpt_config.hpp>
+#include <kamp/model/precision_policy.hpp>
+#include <kamp/numeric/dtype.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kamp {
+
+/// \brief A flat weight buffer the model reads: its element type and device pointer.
+struct weights_ref {
+  dtype type;
+  const void* data;
+};
+
+/// \brief Decoder-only GPT: token + position embeddings, pre-LayerNorm blocks (causal
+/// multi-head attention, 4x MLP with tanh GELU), final LayerNorm, LM head tied to the token
+/// embedding, mean cross-entropy. Every op is a kamp kernel; each forward has its backward.
+///
+/// The model owns activations and the flat gradient buffer (Real), not the weights: the trainer
+/// (or a test) binds the exact weights (fp32 master or bf16, policy.weights()) and the
+/// low-precision copy the GEMMs read (policy.low()). Real is float for training; Real = double
+/// runs every op in fp64 (policy mode fp32 only), the reference for gradient checks.
+template <class Real>
+class gpt {
+ public:
+  using execution_space = Kokkos::DefaultExecutionSpace;
+  using memory_space = execution_space::memory_space;
+  using scaler_view = Kokkos::View<const loss_scale_state, memory_space>;
+
+  /// Validates the config and the policy, then allocates activations for micro-batches of
+  /// `batch` sequences of config.context tokens.
+  gpt(const gpt_config& config, const precision_policy& policy, int batch);
+  ~gpt();
+  gpt(const gpt&) = delete;
+  gpt& operator=(const gpt&) = delete;
+
+  const gpt_config& config() const { return config_; }
+  const precision_policy& policy() const { return policy_; }
+  const tensor_table& table() const { return table_; }
+  int batch() const { return batch_; }
+
+  /// The weights the next forward/backward passes read; both must cover table().flat_size().
+  void bind_weights(weights_ref exact, weights_ref copy);
+  /// Gradients, flat over table(); backward() accumulates into them (the caller zeroes them).
+  Kokkos::View<Real*, memory_space> grads() const { return grads_; }
+
+  /// Mean cross-entropy of predicting targets from tokens (host arrays of batch() x context).
+  double evaluate(const int* tokens, const int* targets);
+  /// evaluate(), then adds to grads() the gradient of loss · grad_scale (· the loss scale read
+  /// on the device when `scaler` is given). Returns the unscaled mean loss.
+  double forward_backward(const int* tokens, const int* targets, double grad_scale, const scaler_view& scaler = {});
+
+  /// The dtype the named layer's GEMMs read their activations in (what the policy resolved).
+  dtype activation_dtype(const std::string& layer) const;
+  /// A copy of the input activations of the named layer's first GEMM from the last forward
+  /// pass, widened to double (host): inspection and tests.
+  std::vector<double> gemm_input(const std::string& layer) const;
+
+ private:
+  struct buffers;
+  template <class P>
+  void forward(bool with_grad, double grad_scale, const scaler_view& scaler);
+  template <class P>
+  void backward();
+  template <class P, class T>
+  void attention_forward(int l);
+  template <class P, class T>
+  void mlp_forward(int l);
+  template <class P, class T>
+  void head_forward(bool with_grad, double grad_scale, const scaler_view& scaler);
+  template <class P, class T>
+  void attention_backward(int l);
+  template <class P, class T>
+  void mlp_backward(int l);
+  template <class P, class T>
+  void head_backward();
+  double run(const int* tokens, const int* targets, bool with_grad, double grad_scale, const scaler_view& scaler);
+  dtype resolve(dtype t) const;
+
+  gpt_config config_;
+  precision_policy policy_;
+  tensor_table table_;
+  int batch_;
+  weights_ref exact_{}, copy_{};
+  Kokkos::View<Real*, memory_space> grads_;
+  std::unique_ptr<buffers> buf_;
+  std::unique_ptr<token_rows<memory_space>> token_index_;
+};
+
+extern template class gpt<float>;
+extern template class gpt<double>;
+
+}  // namespace kamp
+
+#endif

@@ -1,0 +1,189 @@
+// Every nn kernel's backward pass against central finite differences of its forward pass, in
+// fp64 on every execution space: L = Σ w ⊙ forward(x) with random w, so dL/dout = w.
+#include <kamp/kernels/nn.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "../support/execution_spaces.hpp"
+#include "../support/finite_differences.hpp"
+#include "../support/views.hpp"
+
+namespace {
+
+using kamp::test::gradient_error;
+using kamp::test::normal_doubles;
+using kamp::test::sample_indices;
+
+template <class Space>
+using dvec = Kokkos::View<double*, typename Space::memory_space>;
+template <class Space>
+using dmat = Kokkos::View<double**, Kokkos::LayoutRight, typename Space::memory_space>;
+
+template <class Space>
+dmat<Space> matrix_from(const std::vector<double>& host, std::size_t rows, std::size_t cols) {
+  dmat<Space> m("m", rows, cols);
+  Kokkos::deep_copy(m, Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                           host.data(), rows, cols));
+  return m;
+}
+template <class View>
+std::vector<double> flat_host(const View& v) {
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<double>(h.data(), h.data() + h.size());
+}
+double weighted_sum(const std::vector<double>& w, const std::vector<double>& y) {
+  double s = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) s += w[i] * y[i];
+  return s;
+}
+
+constexpr double tolerance = 1e-6;
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("layernorm backward matches finite differences in fp64", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  const std::size_t n = 5, c = 24;
+  auto x = normal_doubles(n * c, 1.5, 1, 0.3), gamma = normal_doubles(c, 0.5, 2, 1.0), beta = normal_doubles(c, 0.5, 3);
+  const auto w = normal_doubles(n * c, 1.0, 4);
+  const auto loss = [&] {
+    const auto y = dmat<Space>("y", n, c);
+    const dvec<Space> mean("mean", n), rstd("rstd", n);
+    kamp::layernorm_forward(Space(), matrix_from<Space>(x, n, c), kamp::test::to_device<double, Space>(gamma, "g"),
+                            kamp::test::to_device<double, Space>(beta, "b"), y, mean, rstd);
+    return weighted_sum(w, flat_host(y));
+  };
+  const auto xs = matrix_from<Space>(x, n, c);
+  const auto g = kamp::test::to_device<double, Space>(gamma, "g"), b = kamp::test::to_device<double, Space>(beta, "b");
+  const auto y = dmat<Space>("y", n, c);
+  const dvec<Space> mean("mean", n), rstd("rstd", n), dgamma("dg", c), dbeta("db", c);
+  kamp::layernorm_forward(Space(), xs, g, b, y, mean, rstd);
+  // dx accumulates: start from a known value and subtract it afterwards.
+  const auto dx = matrix_from<Space>(std::vector<double>(n * c, 0.25), n, c);
+  kamp::layernorm_backward(Space(), matrix_from<Space>(w, n, c), xs, g, mean, rstd, dx, dgamma, dbeta);
+  auto gx = flat_host(dx);
+  for (auto& v : gx) v -= 0.25;
+  CHECK(gradient_error(loss, x, gx, sample_indices(0, n * c, n * c, 5)) < tolerance);
+  CHECK(gradient_error(loss, gamma, flat_host(dgamma), sample_indices(0, c, c, 6)) < tolerance);
+  CHECK(gradient_error(loss, beta, flat_host(dbeta), sample_indices(0, c, c, 7)) < tolerance);
+}
+
+TEMPLATE_TEST_CASE("gelu backward matches finite differences in fp64", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  const std::size_t n = 64;
+  auto x = normal_doubles(n, 2.0, 11);
+  const auto w = normal_doubles(n, 1.0, 12);
+  const auto loss = [&] {
+    const dvec<Space> y("y", n);
+    kamp::gelu_forward(Space(), kamp::test::to_device<double, Space>(x, "x"), y);
+    return weighted_sum(w, flat_host(y));
+  };
+  const dvec<Space> dx("dx", n);
+  kamp::gelu_backward(Space(), kamp::test::to_device<double, Space>(w, "w"),
+                      kamp::test::to_device<double, Space>(x, "x"), dx);
+  CHECK(gradient_error(loss, x, flat_host(dx), sample_indices(0, n, n, 13)) < tolerance);
+  // GELU(x) = x Φ(x) approximately; the tanh form is within 1e-3 of the erf form.
+  const dvec<Space> y("y", n);
+  kamp::gelu_forward(Space(), kamp::test::to_device<double, Space>(x, "x"), y);
+  const auto yh = flat_host(y);
+  for (std::size_t i = 0; i < n; ++i) CHECK(yh[i] == Approx(0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)))).margin(1e-3));
+}
+
+TEMPLATE_TEST_CASE("causal softmax backward matches finite differences in fp64", "[nn]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  const std::size_t t = 6, rows = 3 * t;  // three (batch, head) pairs of t queries
+  auto s = normal_doubles(rows * t, 2.0, 21);
+  const auto w = normal_doubles(rows * t, 1.0, 22);
+  const auto forward = [&](dmat<Space>& scores) {
+    scores = matrix_from<Space>(s, rows, t);
+    const dmat<Space> low("low", rows, t);
+    kamp::causal_softmax_forward(Space(), scores, low);
+    return flat_host(scores);
+  };
+  const auto loss = [&] {
+    dmat<Space> p;
+    return weighted_sum(w, forward(p));
+  };
+  dmat<Space> probs;
+  const auto p = forward(probs);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (std::size_t j = 0; j < t; ++j) {
+      if (j > r % t) CHECK(p[r * t + j] == 0.0);
+      sum += p[r * t + j];
+    }
+    CHECK(sum == Approx(1.0).epsilon(1e-14));
+  }
+  const dmat<Space> ds("ds", rows, t);
+  kamp::causal_softmax_backward(Space(), probs, matrix_from<Space>(w, rows, t), ds);
+  CHECK(gradient_error(loss, s, flat_host(ds), sample_indices(0, rows * t, rows * t, 23)) < tolerance);
+}
+
+TEMPLATE_TEST_CASE("cross entropy gradient matches finite differences in fp64", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  const std::size_t n = 7, v = 11;
+  auto z = normal_doubles(n * v, 3.0, 31);
+  const std::vector<int> targets{0, 3, 10, 5, 5, 2, 9};
+  const auto t = kamp::test::to_device<int, Space>(targets, "targets");
+  const auto loss = [&] {
+    const dvec<Space> losses("losses", n);
+    kamp::cross_entropy(Space(), matrix_from<Space>(z, n, v), Kokkos::View<const int*, typename Space::memory_space>(t),
+                        losses, dmat<Space>(), 1.0);
+    double mean = 0;
+    for (double l : flat_host(losses)) mean += l / n;
+    return mean;
+  };
+  const dvec<Space> losses("losses", n);
+  const dmat<Space> dz("dz", n, v);
+  kamp::cross_entropy(Space(), matrix_from<Space>(z, n, v), Kokkos::View<const int*, typename Space::memory_space>(t),
+                      losses, dz, 1.0 / n);
+  // The per-row loss against log-sum-exp computed on the host.
+  const auto lh = flat_host(losses);
+  for (std::size_t r = 0; r < n; ++r) {
+    double m = z[r * v], s = 0;
+    for (std::size_t j = 0; j < v; ++j) m = std::max(m, z[r * v + j]);
+    for (std::size_t j = 0; j < v; ++j) s += std::exp(z[r * v + j] - m);
+    CHECK(lh[r] == Approx(std::log(s) + m - z[r * v + targets[r]]).epsilon(1e-13));
+  }
+  CHECK(gradient_error(loss, z, flat_host(dz), sample_indices(0, n * v, n * v, 32)) < tolerance);
+}
+
+TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position", "[nn]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  const int batch = 3, t = 4, vocab = 9, c = 5;
+  const std::vector<int> tokens{1, 4, 4, 0, 8, 1, 4, 2, 0, 0, 7, 1};
+  auto wte = normal_doubles(vocab * c, 1.0, 41), wpe = normal_doubles(t * c, 1.0, 42);
+  const auto w = normal_doubles(batch * t * c, 1.0, 43);
+  Kokkos::View<int**, typename Space::memory_space> tok("tokens", batch, t);
+  Kokkos::deep_copy(tok, Kokkos::View<const int**, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(tokens.data(), batch, t));
+  const Kokkos::View<const int**, typename Space::memory_space> ctok = tok;
+  const auto loss = [&] {
+    const dmat<Space> out("out", batch * t, c);
+    kamp::embedding_forward(Space(), ctok, matrix_from<Space>(wte, vocab, c), matrix_from<Space>(wpe, t, c), out);
+    return weighted_sum(w, flat_host(out));
+  };
+  const kamp::token_rows<typename Space::memory_space> index(tokens.data(), tokens.size(), vocab);
+  const auto dwte = matrix_from<Space>(std::vector<double>(vocab * c, 0.0), vocab, c);
+  const auto dwpe = matrix_from<Space>(std::vector<double>(t * c, 0.0), t, c);
+  kamp::embedding_backward(Space(), index, t, matrix_from<Space>(w, batch * t, c), dwte, dwpe);
+  CHECK(gradient_error(loss, wte, flat_host(dwte), sample_indices(0, vocab * c, vocab * c, 44)) < tolerance);
+  CHECK(gradient_error(loss, wpe, flat_host(dwpe), sample_indices(0, t * c, t * c, 45)) < tolerance);
+  CHECK_THROWS_WITH((kamp::token_rows<typename Space::memory_space>(std::vector<int>{3, 9}.data(), 2, vocab)),
+                    Catch::Contains("token 9 at position 1 is outside the vocabulary"));
+}
+
+TEMPLATE_TEST_CASE("column sums add rows in fp64 and accumulate", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  const std::size_t n = 37, c = 21;  // c is not a multiple of the CPU column block
+  const auto x = normal_doubles(n * c, 1.0, 51);
+  const auto sums = kamp::test::to_device<double, Space>(std::vector<double>(c, 1.0), "sums");
+  kamp::column_sums(Space(), matrix_from<Space>(x, n, c), sums);
+  const auto got = flat_host(sums);
+  for (std::size_t j = 0; j < c; ++j) {
+    double s = 1.0;
+    for (std::size_t r = 0; r < n; ++r) s += x[r * c + j];
+    CHECK(got[j] == Approx(s).epsilon(1e-14));
+  }
+}
