@@ -1,0 +1,197 @@
+// kamp-train: trains the GPT with kamp's kernels in the chosen precision mode.
+#include <kamp/model/trainer.hpp>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
+
+#include "train/config_file.hpp"
+#include "train/metrics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+namespace {
+
+struct run_settings {
+  kamp::gpt_config model;
+  kamp::precision_policy policy;
+  kamp::train_options train;
+  std::string mode = "amp_bf16", pure_update = "kahan", data, metrics, summary;
+  double validation_fraction = 0.1;
+  int eval_every = 50, eval_batches = 8, log_every = 10;
+};
+
+void add_options(CLI::App& app, run_settings& s) {
+  app.config_formatter(std::make_shared<kamp::app::toml_or_json_config>());
+  app.set_config("--config", "", "Read options from a TOML file (key = value) or a JSON object; keys are the long "
+                                 "option names below without dashes, e.g. steps = 500. Command-line options win.");
+  app.add_option("--mode", s.mode,
+                 "Precision: fp32 (all fp32), amp_bf16 (fp32 master weights, bf16 GEMMs; default), amp_fp16 "
+                 "(fp32 master, fp16 GEMMs, dynamic loss scaling), pure_bf16 (bf16 weights and moments, no master)")
+      ->check(CLI::IsMember({"fp32", "amp_bf16", "amp_fp16", "pure_bf16"}))
+      ->capture_default_str();
+  app.add_option("--pure-bf16-update", s.pure_update,
+                 "How pure_bf16 keeps updates smaller than half a bf16 ulp: kahan (compensation buffer) or "
+                 "stochastic (stochastic rounding)")
+      ->check(CLI::IsMember({"kahan", "stochastic"}))
+      ->capture_default_str();
+  app.add_option("--fp32-layers", s.policy.fp32_layers,
+                 "Layers whose GEMMs run in fp32 whatever the mode (autocast(enabled=False) around them): h<l>.attn, "
+                 "h<l>.mlp, lm_head")
+      ->delimiter(',');
+  app.add_option("--steps", s.train.steps, "Optimizer steps to take (skipped steps are retried)")->capture_default_str();
+  app.add_option("--batch", s.train.batch, "Sequences per micro-batch")->capture_default_str();
+  app.add_option("--micro-batches", s.train.micro_batches,
+                 "Micro-batches accumulated (in fp32) per optimizer step: effective batch = batch x this")
+      ->capture_default_str();
+  app.add_option("--lr", s.train.lr, "Peak learning rate (AdamW)")->capture_default_str();
+  app.add_option("--warmup", s.train.warmup, "Linear learning-rate warm-up steps, then cosine decay")
+      ->capture_default_str();
+  app.add_option("--min-lr-ratio", s.train.min_lr_ratio, "Cosine decay ends at lr x this")->capture_default_str();
+  app.add_option("--weight-decay", s.train.adamw.weight_decay, "AdamW decoupled weight decay (all parameters)")
+      ->capture_default_str();
+  app.add_option("--beta1", s.train.adamw.beta1, "AdamW beta1")->capture_default_str();
+  app.add_option("--beta2", s.train.adamw.beta2, "AdamW beta2")->capture_default_str();
+  app.add_option("--eps", s.train.adamw.eps, "AdamW epsilon")->capture_default_str();
+  app.add_option("--grad-clip", s.train.grad_clip, "Clip the global gradient L2 norm to this (0: off)")
+      ->capture_default_str();
+  app.add_option("--seed", s.train.seed, "Seed of the initial weights, the data order and stochastic rounding")
+      ->capture_default_str();
+  app.add_option("--loss-scale", s.train.scaler.init_scale, "amp_fp16: initial loss scale")->capture_default_str();
+  app.add_option("--loss-scale-growth-interval", s.train.scaler.growth_interval,
+                 "amp_fp16: clean steps before the loss scale doubles")
+      ->capture_default_str();
+  app.add_option("--layers", s.model.layers, "Transformer blocks")->capture_default_str();
+  app.add_option("--heads", s.model.heads, "Attention heads per block")->capture_default_str();
+  app.add_option("--d-model", s.model.d_model, "Width of the residual stream (a multiple of heads)")
+      ->capture_default_str();
+  app.add_option("--mlp", s.model.mlp, "Hidden width of each MLP")->capture_default_str();
+  app.add_option("--context", s.model.context, "Tokens per sequence (byte-level tokens, vocabulary 256)")
+      ->capture_default_str();
+  app.add_option("--data", s.data, "Train on this text file (bytes are tokens); default: the built-in corpus");
+  app.add_option("--validation-fraction", s.validation_fraction, "Tail of the text kept for validation")
+      ->capture_default_str();
+  app.add_option("--eval-every", s.eval_every, "Validation loss every N steps (0: only at the end)")
+      ->capture_default_str();
+  app.add_option("--eval-batches", s.eval_batches, "Batches in each validation pass")->capture_default_str();
+  app.add_option("--metrics", s.metrics,
+                 "Write per-step metrics (step, loss, val_loss, scale, skipped, grad_norm, lr, tokens_per_s) to this "
+                 "file: .csv or .jsonl");
+  app.add_option("--summary", s.summary, "Write the run's summary as JSON to this file");
+  app.add_option("--log-every", s.log_every, "Without a terminal, print a line every N steps")->capture_default_str();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int train(run_settings& s) {
+  s.policy.mode = kamp::parse_precision_mode(s.mode);
+  s.policy.update = kamp::parse_pure_bf16_update(s.pure_update);
+  // Everything is validated before the model is allocated.
+  s.model.validate();
+  s.policy.validate(s.model);
+  s.train.validate();
+  if (s.eval_batches < 1) throw std::invalid_argument("--eval-batches must be >= 1");
+  if (s.eval_every < 0 || s.log_every < 1) throw std::invalid_argument("--eval-every must be >= 0, --log-every >= 1");
+  const kamp::token_dataset data =
+      s.data.empty() ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context,
+                                           "built-in corpus")
+                     : kamp::token_dataset::from_file(s.data, s.validation_fraction, s.model.context);
+  std::optional<kamp::app::metrics_writer> metrics;
+  if (!s.metrics.empty()) metrics.emplace(s.metrics);
+
+  kamp::trainer trainer(s.model, s.policy, s.train, data);
+  const auto& table = trainer.model().table();
+  std::printf("kamp-train: GPT %d layers, %d heads, d_model %d, mlp %d, context %d: %zu parameters\n", s.model.layers,
+              s.model.heads, s.model.d_model, s.model.mlp, s.model.context, table.parameter_count());
+  std::printf("  mode %s%s; batch %d x %d micro-batches; %d steps; data: %s (%zu train / %zu validation bytes)\n",
+              s.mode.c_str(),
+              s.policy.fp32_layers.empty() ? "" : (", fp32 layers: " + CLI::detail::join(s.policy.fp32_layers)).c_str(),
+              s.train.batch, s.train.micro_batches, s.train.steps, data.source().c_str(),
+              data.size(kamp::token_dataset::split::train), data.size(kamp::token_dataset::split::validation));
+  std::printf("  Kokkos execution space: %s, concurrency %d\n", Kokkos::DefaultExecutionSpace::name(),
+              Kokkos::DefaultExecutionSpace().concurrency());
+  std::fflush(stdout);
+
+  const double initial_validation = trainer.validation_loss(s.eval_batches);
+  kamp::app::progress bar(s.train.steps, s.log_every);
+  std::vector<double> losses, rates;
+  std::optional<double> validation;
+  double first_loss = 0, seconds = 0;
+  int skipped = 0, consecutive_skips = 0;
+  while (trainer.steps_taken() < s.train.steps) {
+    const auto r = trainer.step();
+    seconds += r.seconds;
+    if (r.step == 1) first_loss = r.loss;
+    skipped += r.skipped;
+    consecutive_skips = r.skipped ? consecutive_skips + 1 : 0;
+    if (consecutive_skips == 50)
+      throw std::runtime_error("50 consecutive steps had inf/NaN gradients: the model or the data produce non-finite "
+                               "values. Try --mode amp_bf16 or fp32, a smaller --lr, or --fp32-layers");
+    if (!r.skipped) {
+      losses.push_back(r.loss);
+      if (trainer.steps_taken() > 2) rates.push_back(r.tokens / r.seconds);
+    }
+    const bool last = trainer.steps_taken() == s.train.steps;
+    validation.reset();
+    if (!r.skipped && (last || (s.eval_every > 0 && trainer.steps_taken() % s.eval_every == 0)))
+      validation = trainer.validation_loss(s.eval_batches);
+    bar.update(r, trainer.steps_taken(), validation);
+    if (metrics) metrics->write(r, validation);
+  }
+  bar.finish();
+  const std::size_t tail = std::min<std::size_t>(10, losses.size());
+  double final_loss = 0;
+  for (std::size_t i = losses.size() - tail; i < losses.size(); ++i) final_loss += losses[i] / double(tail);
+  const double final_validation = validation.value_or(trainer.validation_loss(s.eval_batches));
+  std::printf("done: %d steps (%d skipped) in %.1f s, median %.0f tokens/s\n", s.train.steps, skipped, seconds,
+              median(rates));
+  std::printf("  train loss %.4f (step 1) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n", first_loss,
+              final_loss, tail, initial_validation, final_validation);
+  if (!s.summary.empty()) {
+    std::ofstream out(s.summary);
+    if (!out) throw std::runtime_error("--summary: cannot open '" + s.summary + "' for writing");
+    out << nlohmann::json{{"mode", s.mode},
+                          {"parameters", table.parameter_count()},
+                          {"steps", s.train.steps},
+                          {"skipped", skipped},
+                          {"first_loss", first_loss},
+                          {"final_loss", final_loss},
+                          {"initial_validation_loss", initial_validation},
+                          {"final_validation_loss", final_validation},
+                          {"median_tokens_per_s", median(rates)},
+                          {"seconds", seconds}}
+               .dump(2)
+        << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kamp-train: train a small GPT with kamp's mixed-precision kernels.\n"
+               "With no options it trains the reference model (4 layers, 4 heads, d_model 256, context 128, "
+               "batch 16, AdamW lr 3e-4) in amp_bf16 on the built-in corpus."};
+  run_settings settings;
+  add_options(app, settings);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    return train(settings);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kamp-train: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,63 @@
+#include "metrics.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace kamp::app {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+metrics_writer::metrics_writer(const std::string& path) : out_(path), csv_(ends_with(path, ".csv")) {
+  if (!csv_ && !ends_with(path, ".jsonl") && !ends_with(path, ".json"))
+    throw std::invalid_argument("--metrics '" + path + "': the name must end in .csv or .jsonl (the format)");
+  if (!out_) throw std::runtime_error("--metrics: cannot open '" + path + "' for writing");
+  if (csv_) out_ << "step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s\n" << std::flush;
+}
+
+void metrics_writer::write(const step_report& r, std::optional<double> validation_loss) {
+  const double tps = r.tokens / r.seconds;
+  if (csv_) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%lld,%.6f,%s,%g,%d,%.6g,%.6g,%.1f\n", static_cast<long long>(r.step), r.loss,
+                  validation_loss ? std::to_string(*validation_loss).c_str() : "", r.scale, r.skipped ? 1 : 0,
+                  r.grad_norm, r.lr, tps);
+    out_ << line << std::flush;
+    return;
+  }
+  nlohmann::json j{{"step", r.step},           {"loss", r.loss}, {"scale", r.scale},      {"skipped", r.skipped},
+                   {"grad_norm", r.grad_norm}, {"lr", r.lr},     {"tokens_per_s", tps}};
+  if (validation_loss) j["val_loss"] = *validation_loss;
+  out_ << j.dump() << '\n' << std::flush;
+}
+
+progress::progress(int total, int every) : total_(total), every_(every), tty_(isatty(STDOUT_FILENO) != 0) {}
+
+void progress::update(const step_report& r, std::int64_t taken, std::optional<double> validation_loss) {
+  char stats[192];
+  std::snprintf(stats, sizeof stats, "loss %.4f%s | scale %g | grad-norm %.3g | lr %.3g | %.0f tok/s%s", r.loss,
+                validation_loss ? (" val " + std::to_string(*validation_loss).substr(0, 6)).c_str() : "", r.scale,
+                r.grad_norm, r.lr, r.tokens / r.seconds, r.skipped ? " | SKIPPED (inf/NaN gradients)" : "");
+  if (tty_) {
+    const int width = 24, filled = total_ > 0 ? int(width * taken / total_) : width;
+    std::printf("\r[%s%s] %lld/%d %s\033[K", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                static_cast<long long>(taken), total_, stats);
+    if (validation_loss || r.skipped) std::printf("\n");
+    std::fflush(stdout);
+  } else if (r.skipped || validation_loss || taken % every_ == 0 || taken == total_ || taken == 1) {
+    std::printf("step %lld/%d %s\n", static_cast<long long>(taken), total_, stats);
+    std::fflush(stdout);
+  }
+}
+
+void progress::finish() {
+  if (tty_) std::printf("\n");
+}
+
+}  // namespace kamp::app

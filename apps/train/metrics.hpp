@@ -1,0 +1,39 @@
+#ifndef KAMP_APPS_TRAIN_METRICS_HPP
+#define KAMP_APPS_TRAIN_METRICS_HPP
+
+#include <kamp/model/trainer.hpp>
+
+#include <fstream>
+#include <optional>
+#include <string>
+
+namespace kamp::app {
+
+/// Per-step metrics to a file: CSV for a name ending in .csv, JSON Lines for .jsonl/.json.
+/// Each row is flushed, so a killed job keeps every finished step.
+class metrics_writer {
+ public:
+  explicit metrics_writer(const std::string& path);
+  void write(const step_report& r, std::optional<double> validation_loss);
+
+ private:
+  std::ofstream out_;
+  bool csv_;
+};
+
+/// The step line or progress bar on the terminal: a bar redrawn in place on a TTY, plain lines
+/// every `every` steps otherwise (batch logs).
+class progress {
+ public:
+  progress(int total, int every);
+  void update(const step_report& r, std::int64_t taken, std::optional<double> validation_loss);
+  void finish();
+
+ private:
+  int total_, every_;
+  bool tty_;
+};
+
+}  // namespace kamp::app
+
+#endif

@@ -1,0 +1,113 @@
+#include <kamp/model/data.hpp>
+#include <kamp/numeric/counter_random.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+
+namespace kamp {
+
+namespace {
+
+class picker {
+ public:
+  explicit picker(std::uint64_t seed) : seed_(seed) {}
+  std::uint32_t next(std::uint32_t n) { return counter_random(seed_, counter_++) % n; }
+  template <std::size_t N>
+  const char* pick(const char* const (&words)[N]) {
+    return words[next(N)];
+  }
+
+ private:
+  std::uint64_t seed_, counter_ = 0;
+};
+
+}  // namespace
+
+std::string default_corpus(std::size_t bytes, std::uint64_t seed) {
+  static const char* const subjects[] = {"the model", "a kernel",  "the optimizer", "my gpu",    "the scaler",
+                                         "a tensor",  "the batch", "our cluster",   "the layer", "a student"};
+  static const char* const verbs[] = {"computes", "rounds", "stores", "reads", "scales", "checks", "updates", "writes"};
+  static const char* const objects[] = {"the weights",  "a gradient", "the loss",     "every block",
+                                        "the master copy", "each value", "the moments", "a checkpoint"};
+  static const char* const manners[] = {"in bfloat16", "in half precision", "in single precision", "with care",
+                                        "on every rank", "without a sync", "twice", "at once"};
+  static const char* const facts[] = {
+      "bfloat16 keeps the range of float and drops precision.",
+      "half precision has five exponent bits and ten fraction bits.",
+      "a loss scale keeps small gradients above the underflow limit.",
+      "master weights stay in float so that tiny updates are not lost.",
+      "layer norm and softmax run in float for stable statistics.",
+      "stochastic rounding keeps small updates in expectation."};
+  picker p(seed);
+  std::string text;
+  text.reserve(bytes + 128);
+  while (text.size() < bytes) {
+    switch (p.next(4)) {
+      case 0: {
+        const unsigned a = p.next(50), b = p.next(50);
+        text += std::to_string(a) + " plus " + std::to_string(b) + " is " + std::to_string(a + b) + ". ";
+        break;
+      }
+      case 1:
+        text += p.pick(facts);
+        text += ' ';
+        break;
+      default:
+        text += p.pick(subjects);
+        text += ' ';
+        text += p.pick(verbs);
+        text += ' ';
+        text += p.pick(objects);
+        text += ' ';
+        text += p.pick(manners);
+        text += p.next(5) == 0 ? ".\n" : ". ";
+    }
+  }
+  return text;
+}
+
+token_dataset::token_dataset(const std::string& text, double validation_fraction, int context, std::string source)
+    : context_(context), source_(std::move(source)) {
+  if (!(validation_fraction > 0.0 && validation_fraction < 1.0))
+    throw std::invalid_argument("data: validation fraction must lie in (0, 1), got " +
+                                std::to_string(validation_fraction));
+  const std::size_t split_at = text.size() - std::size_t(double(text.size()) * validation_fraction);
+  train_.assign(text.begin(), text.begin() + split_at);
+  validation_.assign(text.begin() + split_at, text.end());
+  const std::size_t need = std::size_t(context) + 1;
+  if (train_.size() < need || validation_.size() < need)
+    throw std::invalid_argument("data: " + source_ + " has " + std::to_string(text.size()) +
+                                " bytes; with validation fraction " + std::to_string(validation_fraction) +
+                                " each part needs at least context + 1 = " + std::to_string(need) +
+                                " bytes. Use a longer text or a shorter context");
+}
+
+token_dataset token_dataset::from_file(const std::string& path, double validation_fraction, int context) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("data: cannot open '" + path + "' for reading; check the path given to --data");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("data: reading '" + path + "' failed");
+  return token_dataset(s.str(), validation_fraction, context, path);
+}
+
+void token_dataset::sample(split part, std::uint64_t seed, std::uint64_t index, int batch, int* tokens,
+                           int* targets) const {
+  const auto& bytes = part == split::train ? train_ : validation_;
+  // A different stream per split, so validation windows never depend on the training position.
+  const std::uint64_t stream = seed * 2 + (part == split::train ? 0 : 1);
+  const std::uint64_t windows = bytes.size() - std::size_t(context_);
+  for (int b = 0; b < batch; ++b) {
+    const std::uint64_t r = (std::uint64_t(counter_random(stream, 2 * (index * batch + b))) << 32) |
+                            counter_random(stream, 2 * (index * batch + b) + 1);
+    const std::size_t start = std::size_t(r % windows);
+    for (int t = 0; t < context_; ++t) {
+      tokens[b * context_ + t] = bytes[start + t];
+      targets[b * context_ + t] = bytes[start + t + 1];
+    }
+  }
+}
+
+}  // namespace kamp
