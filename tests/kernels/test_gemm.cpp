@@ -97,6 +97,10 @@ void check_all_shapes(kamp::gemm_algorithm algorithm) {
                                     algorithm);  // bias
   check_gemm<ExecSpace, TA, TB, TC>(9, 11, 13, kamp::op::none, kamp::op::none, 0.0f, 1.0f, false,
                                     algorithm);  // alpha = 0
+  check_gemm<ExecSpace, TA, TB, TC>(31, 45, 64, kamp::op::none, kamp::op::transpose, 1.0f, 0.0f, true,
+                                    algorithm);  // Linear layer: A W^T + bias
+  check_gemm<ExecSpace, TA, TB, TC>(31, 45, 64, kamp::op::none, kamp::op::transpose, 1.0f, 1.0f, true,
+                                    algorithm);  // residual Linear: C + A W^T + bias
 }
 
 }  // namespace
@@ -155,6 +159,7 @@ TEMPLATE_TEST_CASE("gemm with vendor libraries where present agrees with the fp6
   const auto automatic = kamp::gemm_algorithm::automatic;
   check_all_shapes<TestType, float, float, float>(automatic);
   check_all_shapes<TestType, kamp::bf16, kamp::bf16, float>(automatic);
+  check_all_shapes<TestType, kamp::bf16, kamp::bf16, kamp::bf16>(automatic);
   check_all_shapes<TestType, kamp::fp16, kamp::fp16, float>(automatic);
 }
 

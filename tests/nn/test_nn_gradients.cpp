@@ -187,3 +187,33 @@ TEMPLATE_TEST_CASE("column sums add rows in fp64 and accumulate", "[nn]", KAMP_T
     CHECK(got[j] == Approx(s).epsilon(1e-14));
   }
 }
+
+TEST_CASE("the vectorizable fp32 exp and tanh behind GELU are accurate", "[nn]") {
+  double worst_exp = 0, worst_tanh = 0;
+  for (int i = -800000; i <= 800000; ++i) {
+    const float x = float(i) * 1e-4f;  // [-80, 80]
+    worst_exp = std::max(worst_exp, std::abs(kamp::detail::exp_polynomial(x) / std::exp(double(x)) - 1.0));
+    worst_tanh = std::max(worst_tanh, std::abs(double(kamp::detail::tanh_of(x)) - std::tanh(double(x))));
+  }
+  CHECK(worst_exp < 3e-7);
+  CHECK(worst_tanh < 5e-7);
+  CHECK(kamp::detail::tanh_of(1e4f) == 1.0f);
+  CHECK(kamp::detail::tanh_of(-1e4f) == -1.0f);
+}
+
+TEMPLATE_TEST_CASE("fp32 GELU with a bf16 output is the fp64 GELU rounded once", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  const std::size_t n = 4096;
+  const auto xd = normal_doubles(n, 3.0, 61);
+  const std::vector<float> x(xd.begin(), xd.end());
+  Kokkos::View<kamp::bf16*, typename Space::memory_space> y("y", n);
+  kamp::gelu_forward(Space(), kamp::test::to_device<float, Space>(x, "x"), y);
+  const auto yh = kamp::test::to_host(y);
+  int off_by_more_than_one_ulp = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = x[i], want = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    const double ulp = std::ldexp(1.0, std::ilogb(want) - 7);
+    off_by_more_than_one_ulp += std::abs(kamp::to_float(yh[i]) - want) > ulp + 1e-6;
+  }
+  CHECK(off_by_more_than_one_ulp == 0);
+}

@@ -22,11 +22,20 @@ void gelu_forward(const ExecutionSpace& space, const Kokkos::View<X*, XP...>& x,
   detail::check_extent("kamp::gelu_forward", "y", y.extent(0), x.extent(0));
   const auto* xs = x.data();
   Y* ys = y.data();
+  const std::size_t n = x.extent(0);
+  constexpr std::size_t c = detail::elements_per_work_item<ExecutionSpace>::value;
   Kokkos::parallel_for(
-      "kamp::gelu_forward", detail::row_policy(space, x.extent(0)), KOKKOS_LAMBDA(std::int64_t i) {
+      "kamp::gelu_forward", detail::work_item_policy<ExecutionSpace>(space, 0, detail::work_items<ExecutionSpace>(n)),
+      KOKKOS_LAMBDA(std::int64_t item) {
         using k = detail::gelu_constants<acc>;
-        const acc v = load_as<acc>(xs + i);
-        store_nearest(ys + i, acc(0.5) * v * (acc(1) + detail::tanh_of(k::scale * (v + k::cubic * v * v * v))));
+        const std::size_t begin = std::size_t(item) * c, end = begin + c < n ? begin + c : n;
+        const auto* KAMP_RESTRICT src = xs;
+        Y* KAMP_RESTRICT dst = ys;
+        KAMP_SIMD()
+        for (std::size_t i = begin; i < end; ++i) {
+          const acc v = load_as<acc>(src + i);
+          store_nearest(dst + i, acc(0.5) * v * (acc(1) + detail::tanh_of(k::scale * (v + k::cubic * v * v * v))));
+        }
       });
 }
 
@@ -40,13 +49,23 @@ void gelu_backward(const ExecutionSpace& space, const Kokkos::View<DY*, DYP...>&
   const auto* dys = dy.data();
   const auto* xs = x.data();
   DX* dxs = dx.data();
+  const std::size_t n = x.extent(0);
+  constexpr std::size_t c = detail::elements_per_work_item<ExecutionSpace>::value;
   Kokkos::parallel_for(
-      "kamp::gelu_backward", detail::row_policy(space, x.extent(0)), KOKKOS_LAMBDA(std::int64_t i) {
+      "kamp::gelu_backward", detail::work_item_policy<ExecutionSpace>(space, 0, detail::work_items<ExecutionSpace>(n)),
+      KOKKOS_LAMBDA(std::int64_t item) {
         using k = detail::gelu_constants<acc>;
-        const acc v = load_as<acc>(xs + i);
-        const acc t = detail::tanh_of(k::scale * (v + k::cubic * v * v * v));
-        const acc dt = k::scale * (acc(1) + acc(3) * k::cubic * v * v) * (acc(1) - t * t);
-        store_nearest(dxs + i, load_as<acc>(dys + i) * (acc(0.5) * (acc(1) + t) + acc(0.5) * v * dt));
+        const std::size_t begin = std::size_t(item) * c, end = begin + c < n ? begin + c : n;
+        const auto* KAMP_RESTRICT src = xs;
+        const auto* KAMP_RESTRICT grad = dys;
+        DX* KAMP_RESTRICT dst = dxs;
+        KAMP_SIMD()
+        for (std::size_t i = begin; i < end; ++i) {
+          const acc v = load_as<acc>(src + i);
+          const acc t = detail::tanh_of(k::scale * (v + k::cubic * v * v * v));
+          const acc dt = k::scale * (acc(1) + acc(3) * k::cubic * v * v) * (acc(1) - t * t);
+          store_nearest(dst + i, load_as<acc>(grad + i) * (acc(0.5) * (acc(1) + t) + acc(0.5) * v * dt));
+        }
       });
 }
 

@@ -1,8 +1,8 @@
 #ifndef KAMP_KERNELS_TPLS_GEMM_DNNL_HPP
 #define KAMP_KERNELS_TPLS_GEMM_DNNL_HPP
 
-// bf16 x bf16 -> fp32 on the host through oneDNN's matmul primitive (fp32 accumulation; on
-// CPUs with AVX512-BF16 or AMX it uses the native bf16 dot products).
+// bf16 x bf16 -> fp32 or bf16 on the host through oneDNN's matmul primitive (fp32 accumulation,
+// optional fp32 bias; on CPUs with AVX512-BF16 or AMX it uses the native bf16 dot products).
 #include <kamp/config.hpp>
 #include <kamp/kernels/impl/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
@@ -14,6 +14,8 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
+#include <unordered_map>
 
 namespace kamp::detail {
 
@@ -25,36 +27,45 @@ class dnnl_context {
     static dnnl_context context;
     return context;
   }
-  using key = std::tuple<int, int, int, bool, bool, std::int64_t, std::int64_t, std::int64_t, float, float>;
+  using key =
+      std::tuple<int, int, int, bool, bool, std::int64_t, std::int64_t, std::int64_t, float, float, bool, bool>;
 
-  void matmul(const gemm_problem<bf16, bf16, float>& p, int b) {
+  template <class TC>
+  void matmul(const gemm_problem<bf16, bf16, TC>& p, int b) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const key k{p.m, p.n, p.k, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldc, p.alpha, p.beta};
+    const key k{p.m,   p.n,    p.k, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldc, p.alpha, p.beta, p.bias != nullptr,
+                std::is_same_v<TC, bf16>};
     auto it = cache_.find(k);
     if (it == cache_.end()) it = cache_.emplace(k, make(p)).first;
     auto& e = it->second;
     dnnl::memory a(e.a, engine_, const_cast<bf16*>(p.a + b * p.stride_a));
     dnnl::memory bm(e.b, engine_, const_cast<bf16*>(p.b + b * p.stride_b));
     dnnl::memory c(e.c, engine_, p.c + b * p.stride_c);
-    e.primitive.execute(stream_, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, c}});
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, c}};
+    if (p.bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, const_cast<float*>(p.bias)));
+    e.primitive.execute(stream_, args);
     stream_.wait();
   }
 
  private:
   struct entry {
-    dnnl::memory::desc a, b, c;
+    dnnl::memory::desc a, b, c, bias;
     dnnl::matmul primitive;
   };
   dnnl_context() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
-  entry make(const gemm_problem<bf16, bf16, float>& p) {
+  template <class TC>
+  entry make(const gemm_problem<bf16, bf16, TC>& p) {
     using dims = dnnl::memory::dims;
     using dt = dnnl::memory::data_type;
     // Row-major with leading dimensions; a transposed operand is the same memory read with
     // swapped strides.
     const dnnl::memory::desc a({p.m, p.k}, dt::bf16, p.trans_a ? dims{1, p.lda} : dims{p.lda, 1});
     const dnnl::memory::desc b({p.k, p.n}, dt::bf16, p.trans_b ? dims{1, p.ldb} : dims{p.ldb, 1});
-    const dnnl::memory::desc c({p.m, p.n}, dt::f32, dims{p.ldc, 1});
+    const dnnl::memory::desc c({p.m, p.n}, std::is_same_v<TC, bf16> ? dt::bf16 : dt::f32, dims{p.ldc, 1});
+    // oneDNN adds the bias after the output scale, as kamp's epilogue does: alpha·AB + bias.
+    const dnnl::memory::desc bias =
+        p.bias != nullptr ? dnnl::memory::desc({1, p.n}, dt::f32, dims{p.n, 1}) : dnnl::memory::desc();
     dnnl::primitive_attr attr;
     if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
     if (p.beta != 0.0f) {
@@ -62,8 +73,9 @@ class dnnl_context {
       ops.append_sum(p.beta);
       attr.set_post_ops(ops);
     }
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
-    return {a, b, c, dnnl::matmul(pd)};
+    const dnnl::matmul::primitive_desc pd(
+        p.bias != nullptr ? dnnl::matmul::desc(a, b, bias, c) : dnnl::matmul::desc(a, b, c), attr, engine_);
+    return {a, b, c, bias, dnnl::matmul(pd)};
   }
 
   dnnl::engine engine_;
@@ -72,18 +84,24 @@ class dnnl_context {
   std::map<key, entry> cache_;
 };
 
-template <>
-struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, bf16, bf16, float> {
+template <class TC>
+struct gemm_tpl_dnnl {
   static constexpr bool available = true;
   static constexpr const char* name = "dnnl";
-  /// oneDNN's sum post-op reads C, so beta != 0 with NaN in C behaves as BLAS does; the
-  /// bias epilogue is kamp's own, so problems with a bias take the portable path.
-  static bool accepts(const gemm_problem<bf16, bf16, float>& p) { return p.bias == nullptr && p.k > 0; }
-  static void run(const Kokkos::DefaultHostExecutionSpace& space, const gemm_problem<bf16, bf16, float>& p) {
+  /// oneDNN's sum post-op reads C, so beta != 0 with NaN in C behaves as BLAS does. oneDNN
+  /// scales (AB + bias) by alpha where kamp computes alpha·AB + bias: with a bias, alpha must be 1.
+  static bool accepts(const gemm_problem<bf16, bf16, TC>& p) {
+    return p.k > 0 && (p.bias == nullptr || p.alpha == 1.0f);
+  }
+  static void run(const Kokkos::DefaultHostExecutionSpace& space, const gemm_problem<bf16, bf16, TC>& p) {
     space.fence();  // oneDNN runs on its own threads, after Kokkos work that produced A and B
     for (int b = 0; b < p.batch; ++b) dnnl_context::instance().matmul(p, b);
   }
 };
+template <>
+struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, bf16, bf16, float> : gemm_tpl_dnnl<float> {};
+template <>
+struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, bf16, bf16, bf16> : gemm_tpl_dnnl<bf16> {};
 
 }  // namespace kamp::detail
 
