@@ -6,4 +6,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build=${KAMP_BUILD_DIR:-$KAMP_REPO_DIR/build}
 kamp_step "running the main job"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
-exec "$build/apps/kamp-demo" "$@"
+exec "$build/apps/kamp-train" "$@"

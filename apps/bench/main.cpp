@@ -3,6 +3,7 @@
 #include "amp_kernels.hpp"
 #include "gemm.hpp"
 #include "report.hpp"
+#include "train.hpp"
 
 #include <kamp/kamp.hpp>
 
@@ -24,8 +25,11 @@ int main(int argc, char* argv[]) {
   app.add_option("--repeat", repeat, "timed runs per kernel; the median is reported (default 10)")
       ->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "also write the results to this JSON file");
-  app.add_option("--suite", suite, "which benchmarks: amp, gemm or all (default all)")
-      ->check(CLI::IsMember({"amp", "gemm", "all"}));
+  int train_steps = 20;
+  app.add_option("--suite", suite, "which benchmarks: amp, gemm, train or all (default all)")
+      ->check(CLI::IsMember({"amp", "gemm", "train", "all"}));
+  app.add_option("--train-steps", train_steps, "timed training steps per precision mode (default 20)")
+      ->check(CLI::Range(1, 10000));
   app.add_flag("--large", large, "also GEMM 2048^3 (slow with the portable kernel on few cores)");
   CLI11_PARSE(app, argc, argv);
 
@@ -38,7 +42,7 @@ int main(int argc, char* argv[]) {
   std::printf("kamp-bench on %s (concurrency %d), %zu elements, median of %d runs\n",
               Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), elements, repeat);
   kamp::bench::report out(context);
-  if (suite != "gemm") {
+  if (suite == "amp" || suite == "all") {
     const kamp::bench::stream_triad triad(elements);
     const auto alone = kamp::bench::time_against(repeat, triad, triad);
     const double triad_gbs = triad.bytes() / alone.seconds / 1e9;
@@ -47,7 +51,8 @@ int main(int argc, char* argv[]) {
                 triad_gbs);
     kamp::bench::amp_kernels(out, elements, repeat, triad);
   }
-  if (suite != "amp") kamp::bench::gemm_kernels(out, repeat, large);
+  if (suite == "gemm" || suite == "all") kamp::bench::gemm_kernels(out, repeat, large);
+  if (suite == "train" || suite == "all") kamp::bench::training_steps(out, train_steps);
 
   if (!json_path.empty()) {
     std::ofstream f(json_path);

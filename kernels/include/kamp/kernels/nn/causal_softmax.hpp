@@ -5,6 +5,51 @@
 
 namespace kamp {
 
+namespace detail {
+
+template <class ExecutionSpace, class S, class P>
+void causal_softmax_forward_kernel(const ExecutionSpace& space, S* ss, P* ps, std::int64_t rows, std::int64_t t) {
+  Kokkos::parallel_for(
+      "kamp::causal_softmax_forward", row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
+        S* KAMP_RESTRICT s = ss + r * t;
+        P* KAMP_RESTRICT p = ps + r * t;
+        const std::int64_t visible = r % t + 1;
+        S m = s[0];
+        for (std::int64_t j = 1; j < visible; ++j) m = s[j] > m ? s[j] : m;
+        S sum = 0;
+        for (std::int64_t j = 0; j < visible; ++j) {
+          s[j] = exp_of(s[j] - m);
+          sum += s[j];
+        }
+        const S inv = S(1) / sum;
+        KAMP_SIMD()
+        for (std::int64_t j = 0; j < t; ++j) {
+          const S v = j < visible ? s[j] * inv : S(0);
+          s[j] = v;
+          store_nearest(p + j, v);
+        }
+      });
+}
+
+template <class ExecutionSpace, class S, class D>
+void causal_softmax_backward_kernel(const ExecutionSpace& space, const S* ps, const S* dps, D* ds, std::int64_t rows,
+                                    std::int64_t t) {
+  Kokkos::parallel_for(
+      "kamp::causal_softmax_backward", row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
+        const S* KAMP_RESTRICT p = ps + r * t;
+        const S* KAMP_RESTRICT dp = dps + r * t;
+        D* KAMP_RESTRICT d = ds + r * t;
+        const std::int64_t visible = r % t + 1;
+        S dot = 0;
+        KAMP_SIMD(reduction(+ : dot))
+        for (std::int64_t j = 0; j < visible; ++j) dot += p[j] * dp[j];
+        KAMP_SIMD()
+        for (std::int64_t j = 0; j < t; ++j) store_nearest(d + j, j < visible ? p[j] * (dp[j] - dot) : S(0));
+      });
+}
+
+}  // namespace detail
+
 /// \brief Causal softmax of attention scores, statistics in fp32 (fp64 for fp64 data).
 ///
 /// \param scores (R, T) rows of (batch, head, query) scores, already scaled; row r is query
@@ -15,31 +60,9 @@ namespace kamp {
 template <class ExecutionSpace, class S, class P, class... SP, class... PP>
 void causal_softmax_forward(const ExecutionSpace& space, const Kokkos::View<S**, SP...>& scores,
                             const Kokkos::View<P**, PP...>& probs) {
-  using acc = S;
   const std::int64_t rows = scores.extent(0), t = scores.extent(1);
   detail::check_extent("kamp::causal_softmax_forward", "probs", probs.extent(0) * probs.extent(1), rows * t);
-  S* ss = scores.data();
-  P* ps = probs.data();
-  Kokkos::parallel_for(
-      "kamp::causal_softmax_forward", detail::row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
-        S* KAMP_RESTRICT s = ss + r * t;
-        P* KAMP_RESTRICT p = ps + r * t;
-        const std::int64_t visible = r % t + 1;
-        acc m = s[0];
-        for (std::int64_t j = 1; j < visible; ++j) m = s[j] > m ? s[j] : m;
-        acc sum = 0;
-        for (std::int64_t j = 0; j < visible; ++j) {
-          s[j] = detail::exp_of(s[j] - m);
-          sum += s[j];
-        }
-        const acc inv = acc(1) / sum;
-        KAMP_SIMD()
-        for (std::int64_t j = 0; j < t; ++j) {
-          const acc v = j < visible ? s[j] * inv : acc(0);
-          s[j] = v;
-          store_nearest(p + j, v);
-        }
-      });
+  detail::causal_softmax_forward_kernel(space, scores.data(), probs.data(), rows, t);
 }
 
 /// \brief dS = P ⊙ (dP − rowsum(dP ⊙ P)): the softmax backward pass on (R, T) rows; masked
@@ -47,25 +70,10 @@ void causal_softmax_forward(const ExecutionSpace& space, const Kokkos::View<S**,
 template <class ExecutionSpace, class S, class D, class... SP, class... DSP, class... DP>
 void causal_softmax_backward(const ExecutionSpace& space, const Kokkos::View<S**, SP...>& probs,
                              const Kokkos::View<S**, DP...>& dprobs, const Kokkos::View<D**, DSP...>& dscores) {
-  using acc = std::remove_const_t<S>;
   const std::int64_t rows = probs.extent(0), t = probs.extent(1);
   detail::check_extent("kamp::causal_softmax_backward", "dprobs", dprobs.extent(0) * dprobs.extent(1), rows * t);
   detail::check_extent("kamp::causal_softmax_backward", "dscores", dscores.extent(0) * dscores.extent(1), rows * t);
-  const auto* ps = probs.data();
-  const auto* dps = dprobs.data();
-  D* ds = dscores.data();
-  Kokkos::parallel_for(
-      "kamp::causal_softmax_backward", detail::row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
-        const auto* KAMP_RESTRICT p = ps + r * t;
-        const auto* KAMP_RESTRICT dp = dps + r * t;
-        D* KAMP_RESTRICT d = ds + r * t;
-        const std::int64_t visible = r % t + 1;
-        acc dot = 0;
-        KAMP_SIMD(reduction(+ : dot))
-        for (std::int64_t j = 0; j < visible; ++j) dot += p[j] * dp[j];
-        KAMP_SIMD()
-        for (std::int64_t j = 0; j < t; ++j) store_nearest(d + j, j < visible ? p[j] * (dp[j] - dot) : acc(0));
-      });
+  detail::causal_softmax_backward_kernel(space, probs.data(), dprobs.data(), dscores.data(), rows, t);
 }
 
 }  // namespace kamp

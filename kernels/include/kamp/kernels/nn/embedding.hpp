@@ -7,13 +7,54 @@
 
 namespace kamp {
 
+namespace detail {
+
+template <class ExecutionSpace, class P, class O>
+void embedding_forward_kernel(const ExecutionSpace& space, const int* tok, const P* te, const P* pe, O* o,
+                              std::int64_t rows, std::int64_t t, std::int64_t c) {
+  using acc = common_accum_t<P, O>;
+  Kokkos::parallel_for(
+      "kamp::embedding_forward", row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
+        const P* KAMP_RESTRICT e = te + std::int64_t(tok[r]) * c;
+        const P* KAMP_RESTRICT p = pe + (r % t) * c;
+        O* KAMP_RESTRICT dst = o + r * c;
+        KAMP_SIMD()
+        for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(e + i) + load_as<acc>(p + i));
+      });
+}
+
+template <class ExecutionSpace, class D, class G>
+void embedding_backward_kernel(const ExecutionSpace& space, const int* offsets, const int* rows, const D* d, G* te,
+                               G* pe, std::int64_t vocab, std::int64_t n, std::int64_t t, std::int64_t c) {
+  using acc = common_accum_t<D, G>;
+  Kokkos::parallel_for(
+      "kamp::embedding_backward::tokens", row_policy(space, vocab), KOKKOS_LAMBDA(std::int64_t v) {
+        G* KAMP_RESTRICT dst = te + v * c;
+        for (int k = offsets[v]; k < offsets[v + 1]; ++k) {
+          const D* KAMP_RESTRICT src = d + std::int64_t(rows[k]) * c;
+          KAMP_SIMD()
+          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
+        }
+      });
+  Kokkos::parallel_for(
+      "kamp::embedding_backward::positions", row_policy(space, t), KOKKOS_LAMBDA(std::int64_t p) {
+        G* KAMP_RESTRICT dst = pe + p * c;
+        for (std::int64_t r = p; r < n; r += t) {
+          const D* KAMP_RESTRICT src = d + r * c;
+          KAMP_SIMD()
+          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
+        }
+      });
+}
+
+}  // namespace detail
+
 /// \brief out(b·T + t, :) = wte(tokens(b, t), :) + wpe(t, :): token plus learned position
 /// embeddings, added in the compute type. Label `kamp::embedding_forward`.
 template <class ExecutionSpace, class P, class O, class... TP, class... PP, class... OP>
 void embedding_forward(const ExecutionSpace& space, const Kokkos::View<const int**, TP...>& tokens,
                        const Kokkos::View<P**, PP...>& wte, const Kokkos::View<P**, PP...>& wpe,
                        const Kokkos::View<O**, OP...>& out) {
-  using acc = common_accum_t<typename Kokkos::View<P**, PP...>::non_const_value_type, O>;
   const std::int64_t batch = tokens.extent(0), t = tokens.extent(1), c = wte.extent(1);
   detail::check_extent("kamp::embedding_forward", "out rows", out.extent(0), batch * t);
   detail::check_extent("kamp::embedding_forward", "out columns", out.extent(1), c);
@@ -21,18 +62,7 @@ void embedding_forward(const ExecutionSpace& space, const Kokkos::View<const int
   if (std::int64_t(wpe.extent(0)) < t)
     throw std::invalid_argument("kamp::embedding_forward: " + std::to_string(t) + " positions but wpe has only " +
                                 std::to_string(wpe.extent(0)));
-  const int* tok = tokens.data();
-  const auto* te = wte.data();
-  const auto* pe = wpe.data();
-  O* o = out.data();
-  Kokkos::parallel_for(
-      "kamp::embedding_forward", detail::row_policy(space, batch * t), KOKKOS_LAMBDA(std::int64_t r) {
-        const auto* KAMP_RESTRICT e = te + std::int64_t(tok[r]) * c;
-        const auto* KAMP_RESTRICT p = pe + (r % t) * c;
-        O* KAMP_RESTRICT dst = o + r * c;
-        KAMP_SIMD()
-        for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(e + i) + load_as<acc>(p + i));
-      });
+  detail::embedding_forward_kernel(space, tokens.data(), wte.data(), wpe.data(), out.data(), batch * t, t, c);
 }
 
 /// \brief Rows of a token batch grouped by token id (CSR), so the embedding's backward pass
@@ -67,35 +97,13 @@ template <class ExecutionSpace, class D, class G, class... DP, class... GP>
 void embedding_backward(const ExecutionSpace& space, const token_rows<typename ExecutionSpace::memory_space>& index,
                         int positions, const Kokkos::View<D**, DP...>& dout, const Kokkos::View<G**, GP...>& dwte,
                         const Kokkos::View<G**, GP...>& dwpe) {
-  using acc = common_accum_t<typename Kokkos::View<D**, DP...>::non_const_value_type, G>;
   const std::int64_t n = dout.extent(0), c = dout.extent(1), t = positions;
   detail::check_extent("kamp::embedding_backward", "token index", index.rows.extent(0), n);
   detail::check_extent("kamp::embedding_backward", "dwte rows", dwte.extent(0) + 1, index.offsets.extent(0));
   detail::check_extent("kamp::embedding_backward", "dwte columns", dwte.extent(1), c);
   detail::check_extent("kamp::embedding_backward", "dwpe columns", dwpe.extent(1), c);
-  const auto* d = dout.data();
-  G* te = dwte.data();
-  G* pe = dwpe.data();
-  const int* offsets = index.offsets.data();
-  const int* rows = index.rows.data();
-  Kokkos::parallel_for(
-      "kamp::embedding_backward::tokens", detail::row_policy(space, dwte.extent(0)), KOKKOS_LAMBDA(std::int64_t v) {
-        G* KAMP_RESTRICT dst = te + v * c;
-        for (int k = offsets[v]; k < offsets[v + 1]; ++k) {
-          const auto* KAMP_RESTRICT src = d + std::int64_t(rows[k]) * c;
-          KAMP_SIMD()
-          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
-        }
-      });
-  Kokkos::parallel_for(
-      "kamp::embedding_backward::positions", detail::row_policy(space, t), KOKKOS_LAMBDA(std::int64_t p) {
-        G* KAMP_RESTRICT dst = pe + p * c;
-        for (std::int64_t r = p; r < n; r += t) {
-          const auto* KAMP_RESTRICT src = d + r * c;
-          KAMP_SIMD()
-          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
-        }
-      });
+  detail::embedding_backward_kernel(space, index.offsets.data(), index.rows.data(), dout.data(), dwte.data(),
+                                    dwpe.data(), std::int64_t(dwte.extent(0)), n, t, c);
 }
 
 }  // namespace kamp

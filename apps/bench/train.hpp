@@ -1,0 +1,15 @@
+#ifndef KAMP_APPS_BENCH_TRAIN_HPP
+#define KAMP_APPS_BENCH_TRAIN_HPP
+
+#include "report.hpp"
+
+namespace kamp::bench {
+
+/// Tokens/s of whole training steps (forward, backward, check, optimizer) of the reference GPT
+/// in every precision mode, median over `steps` steps after three warm-up steps. The PyTorch
+/// reference runs beside it in tools/bench-train.sh (a separate process: Debian's torch).
+void training_steps(report& out, int steps);
+
+}  // namespace kamp::bench
+
+#endif
