@@ -27,6 +27,9 @@ struct run_settings {
 
 void add_options(CLI::App& app, run_settings& s) {
   app.config_formatter(std::make_shared<kamp::app::toml_or_json_config>());
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  // A repeated option takes its last value, so scripts can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_config("--config", "", "Read options from a TOML file (key = value) or a JSON object; keys are the long "
                                  "option names below without dashes, e.g. steps = 500. Command-line options win.");
   app.add_option("--mode", s.mode,
@@ -42,7 +45,8 @@ void add_options(CLI::App& app, run_settings& s) {
   app.add_option("--fp32-layers", s.policy.fp32_layers,
                  "Layers whose GEMMs run in fp32 whatever the mode (autocast(enabled=False) around them): h<l>.attn, "
                  "h<l>.mlp, lm_head")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--steps", s.train.steps, "Optimizer steps to take (skipped steps are retried)")->capture_default_str();
   app.add_option("--batch", s.train.batch, "Sequences per micro-batch")->capture_default_str();
   app.add_option("--micro-batches", s.train.micro_batches,

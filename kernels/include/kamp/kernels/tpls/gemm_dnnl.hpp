@@ -16,6 +16,7 @@
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 namespace kamp::detail {
 
@@ -67,7 +68,7 @@ class dnnl_context {
     const dnnl::memory::desc bias =
         p.bias != nullptr ? dnnl::memory::desc({1, p.n}, dt::f32, dims{p.n, 1}) : dnnl::memory::desc();
     dnnl::primitive_attr attr;
-    if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
+    if (p.alpha != 1.0f) attr.set_output_scales(0, std::vector<float>{p.alpha});
     if (p.beta != 0.0f) {
       dnnl::post_ops ops;
       ops.append_sum(p.beta);

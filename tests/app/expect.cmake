@@ -1,0 +1,18 @@
+# cmake -DCOMMAND="prog;arg;..." -DEXIT=<0|nonzero> -DMATCH=<regex> [-DFILE=<path> -DFILE_MATCH=<regex>] -P expect.cmake
+# Runs a command and checks its exit status and that its output (stdout + stderr) matches.
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(EXIT STREQUAL "0" AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "expected success, got exit ${rc}:\n${all}")
+elseif(EXIT STREQUAL "nonzero" AND rc EQUAL 0)
+  message(FATAL_ERROR "expected a failure, got exit 0:\n${all}")
+endif()
+if(NOT all MATCHES "${MATCH}")
+  message(FATAL_ERROR "output does not match '${MATCH}':\n${all}")
+endif()
+if(DEFINED FILE)
+  file(READ "${FILE}" content)
+  if(NOT content MATCHES "${FILE_MATCH}")
+    message(FATAL_ERROR "${FILE} does not match '${FILE_MATCH}':\n${content}")
+  endif()
+endif()
