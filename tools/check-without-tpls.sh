@@ -11,7 +11,7 @@ kamp_step "building kamp without vendor GEMM libraries in $build"
 cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")" \
   -DKAMP_ENABLE_KOKKOSKERNELS=OFF -DKAMP_ENABLE_DNNL=OFF -DKAMP_ENABLE_APPS=OFF >/dev/null \
   || kamp_die "configuring kamp without TPLs failed" "read CMake's message above"
-cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels >/dev/null || kamp_die "building without TPLs failed" "run the build in $build to see the errors"
+cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels kamp_test_nn >/dev/null || kamp_die "building without TPLs failed" "run the build in $build to see the errors"
 grep -q '^/\* #undef KAMP_ENABLE_DNNL \*/' "$build/include/kamp/config.hpp" || kamp_die "oneDNN was not switched off" "check cmake/kampDependencies.cmake"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 (cd "$build" && ctest -L kernels --output-on-failure >"$build/ctest.log" 2>&1) \

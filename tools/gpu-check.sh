@@ -40,6 +40,6 @@ echo "== kamp built after $(( $(date +%s) - t0 )) s"
 export OMP_PROC_BIND=spread OMP_PLACES=threads
 (cd "$build" && ctest --output-on-failure) | tee "$build/ctest.log"
 echo "== tests done after $(( $(date +%s) - t0 )) s"
-"$build/apps/kamp-demo"
+"$build/apps/kamp-train" --summary "${OUT:-$carry}/kamp-train-cuda.json"
 "$build/apps/kamp-bench" --json "${OUT:-$carry}/kamp-bench-cuda.json"
 echo "== gpu-check done after $(( $(date +%s) - t0 )) s"
