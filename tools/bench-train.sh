@@ -4,13 +4,14 @@
 # Each round runs kamp-bench --suite train (all four modes) and the PyTorch script in fp32 and
 # bf16 autocast, each with and without GOMP_SPINCOUNT=0 (Debian's torch runs fp32 GEMMs on
 # OpenBLAS threads that fight libgomp's spinning threads; the better setting is its reference).
+# Debian's interpreter (/usr/bin/python3) runs it: a python3 earlier in PATH may lack torch.
 # Ratios are of medians over rounds, so a noisy moment on a shared machine hits both sides.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 rounds=${1:-3}
 "$KAMP_REPO_DIR/tools/build.sh"
 kamp_step "PyTorch reference (Debian's python3-torch)"
-python3 -c "import torch" 2>/dev/null || kamp_apt_install python3-torch
+/usr/bin/python3 -c "import torch" 2>/dev/null || kamp_apt_install python3-torch
 build=${KAMP_BUILD_DIR:-$KAMP_REPO_DIR/build}
 out_dir=$(mktemp -d)
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
@@ -18,8 +19,8 @@ for r in $(seq 1 "$rounds"); do
   kamp_step "round $r of $rounds"
   "$build/apps/kamp-bench" --suite train --json "$out_dir/kamp-$r.json" >/dev/null
   for mode in fp32 bf16; do
-    python3 "$KAMP_REPO_DIR/apps/bench/pytorch_gpt.py" --mode "$mode" > "$out_dir/torch-$mode-spin-$r.json"
-    GOMP_SPINCOUNT=0 python3 "$KAMP_REPO_DIR/apps/bench/pytorch_gpt.py" --mode "$mode" \
+    /usr/bin/python3 "$KAMP_REPO_DIR/apps/bench/pytorch_gpt.py" --mode "$mode" > "$out_dir/torch-$mode-spin-$r.json"
+    GOMP_SPINCOUNT=0 /usr/bin/python3 "$KAMP_REPO_DIR/apps/bench/pytorch_gpt.py" --mode "$mode" \
       > "$out_dir/torch-$mode-nospin-$r.json"
   done
 done
@@ -29,9 +30,9 @@ d, rounds, dest = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 load = lambda name: json.load(open(f"{d}/{name}"))
 kamp = {}
 for r in range(1, rounds + 1):
-    for k, v in load(f"kamp-{r}.json").items():
-        if k.startswith("train_tokens_per_s_"):
-            kamp.setdefault(k[len("train_tokens_per_s_"):], []).append(v)
+    for entry in load(f"kamp-{r}.json")["results"]:
+        if entry["name"].startswith("train_tokens_per_s_"):
+            kamp.setdefault(entry["name"][len("train_tokens_per_s_"):], []).append(entry["value"])
 torch = {}
 for mode in ("fp32", "bf16"):
     for env in ("spin", "nospin"):
@@ -42,8 +43,11 @@ result = {"rounds": rounds,
           "kamp_tokens_per_s": {m: statistics.median(v) for m, v in kamp.items()},
           "pytorch_tokens_per_s": {f"{m}_{e}": v for (m, e), v in torch.items()},
           "pytorch_reference_tokens_per_s": ref}
+# fp32 against PyTorch fp32; every mixed/low-precision mode against PyTorch's bf16 autocast.
 result["ratios"] = {m: result["kamp_tokens_per_s"][m] / ref["fp32" if m == "fp32" else "bf16"]
                     for m in result["kamp_tokens_per_s"]}
+if not result["ratios"]:
+    sys.exit("no kamp training results in the kamp-bench JSON")
 json.dump(result, open(dest, "w"), indent=2)
 print(json.dumps(result, indent=2))
 PY

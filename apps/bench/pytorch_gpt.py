@@ -59,7 +59,7 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, self.mask)
         logits = self.lnf(x) @ self.wte.weight.t()
-        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def main():

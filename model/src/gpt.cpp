@@ -172,10 +172,21 @@ auto gemm_weights(const tensor_table& table, weights_ref exact, weights_ref copy
   return parameter_views<W>{table, static_cast<const W*>(std::is_same_v<T, Real> ? exact.data : copy.data)};
 }
 
-// op(A)·W^T + bias for a Linear layer whose weight is (out, in): C = A W^T (+ beta C).
+// A Linear layer whose weight is (out, in): C = A W^T + bias (+ beta C).
 template <class A, class W, class C, class B>
 void linear(const A& a, const W& w, float beta, const C& c, const B& bias) {
   gemm(Kokkos::DefaultExecutionSpace(), op::none, op::transpose, 1.0f, a, w, beta, c, bias);
+}
+
+// Its backward pass: dA = dY W, dW += dY^T A, db += Σ rows of `bias_source` (dY itself, or for
+// a residual branch the fp32 stream gradient dY was rounded from).
+template <class DY, class W, class A, class DA, class DW, class S, class DB>
+void linear_backward(const DY& dy, const W& w, const A& a, const DA& da, const DW& dw, const S& bias_source,
+                     const DB& db) {
+  const Kokkos::DefaultExecutionSpace ex;
+  gemm(ex, op::none, op::none, 1.0f, dy, w, 0.0f, da);
+  gemm(ex, op::transpose, op::none, 1.0f, dy, a, 1.0f, dw);
+  column_sums(ex, bias_source, db);
 }
 
 }  // namespace
@@ -398,17 +409,14 @@ void gpt<Real>::mlp_backward(int l) {
   const auto dresid = as_matrix<Real>(b.dresid, n, c);
   const auto dy = in_compute_type<T>(dresid, b.dresid_low);
   const auto dfc_act = as_matrix<Real>(b.dfc_act, n, m);
-  gemm(ex, op::none, op::none, 1.0f, dy, w.mat(h + "mlp.proj.weight"), 0.0f, dfc_act);
-  gemm(ex, op::transpose, op::none, 1.0f, dy, as_matrix<T>(b.fc_act[l], n, m), 1.0f, g.mat(h + "mlp.proj.weight"));
-  column_sums(ex, dresid, g.vec(h + "mlp.proj.bias"));
+  linear_backward(dy, w.mat(h + "mlp.proj.weight"), as_matrix<T>(b.fc_act[l], n, m), dfc_act,
+                  g.mat(h + "mlp.proj.weight"), dresid, g.vec(h + "mlp.proj.bias"));
   const auto dfc_pre = as_matrix<T>(b.dfc_pre, n, m);
   gelu_backward(ex, as_vector<const Real>(b.dfc_act, n * m), as_vector<const Real>(b.fc_pre[l], n * m),
                 as_vector<T>(b.dfc_pre, n * m));
   const auto dln = as_matrix<Real>(b.dln, n, c);
-  gemm(ex, op::none, op::none, 1.0f, dfc_pre, w.mat(h + "mlp.fc.weight"), 0.0f, dln);
-  gemm(ex, op::transpose, op::none, 1.0f, dfc_pre, as_matrix<T>(b.ln_out[2 * l + 1], n, c), 1.0f,
-       g.mat(h + "mlp.fc.weight"));
-  column_sums(ex, dfc_pre, g.vec(h + "mlp.fc.bias"));
+  linear_backward(dfc_pre, w.mat(h + "mlp.fc.weight"), as_matrix<T>(b.ln_out[2 * l + 1], n, c), dln,
+                  g.mat(h + "mlp.fc.weight"), dfc_pre, g.vec(h + "mlp.fc.bias"));
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l + 1], n, c), prm.vec(h + "ln2.weight"),
                      b.mean[2 * l + 1], b.rstd[2 * l + 1], dresid, g.vec(h + "ln2.weight"), g.vec(h + "ln2.bias"));
 }
@@ -427,9 +435,8 @@ void gpt<Real>::attention_backward(int l) {
   const auto dresid = as_matrix<Real>(b.dresid, n, c);
   const auto dy = in_compute_type<T>(dresid, b.dresid_low);
   const auto datty = as_matrix<T>(b.datty, n, c);
-  gemm(ex, op::none, op::none, 1.0f, dy, w.mat(h + "attn.proj.weight"), 0.0f, datty);
-  gemm(ex, op::transpose, op::none, 1.0f, dy, as_matrix<T>(b.atty[l], n, c), 1.0f, g.mat(h + "attn.proj.weight"));
-  column_sums(ex, dresid, g.vec(h + "attn.proj.bias"));
+  linear_backward(dy, w.mat(h + "attn.proj.weight"), as_matrix<T>(b.atty[l], n, c), datty,
+                  g.mat(h + "attn.proj.weight"), dresid, g.vec(h + "attn.proj.bias"));
 
   const float alpha = float(1.0 / std::sqrt(double(hd)));
   const auto qkv = as_matrix<T>(b.qkv[l], n, 3 * c);
@@ -455,10 +462,8 @@ void gpt<Real>::attention_backward(int l) {
                          head(dqkv, batch, c + i * hd, hd));
   }
   const auto dln = as_matrix<Real>(b.dln, n, c);
-  gemm(ex, op::none, op::none, 1.0f, dqkv, w.mat(h + "attn.qkv.weight"), 0.0f, dln);
-  gemm(ex, op::transpose, op::none, 1.0f, dqkv, as_matrix<T>(b.ln_out[2 * l], n, c), 1.0f,
-       g.mat(h + "attn.qkv.weight"));
-  column_sums(ex, dqkv, g.vec(h + "attn.qkv.bias"));
+  linear_backward(dqkv, w.mat(h + "attn.qkv.weight"), as_matrix<T>(b.ln_out[2 * l], n, c), dln,
+                  g.mat(h + "attn.qkv.weight"), dqkv, g.vec(h + "attn.qkv.bias"));
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l], n, c), prm.vec(h + "ln1.weight"),
                      b.mean[2 * l], b.rstd[2 * l], dresid, g.vec(h + "ln1.weight"), g.vec(h + "ln1.bias"));
 }
