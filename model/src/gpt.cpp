@@ -262,7 +262,10 @@ double gpt<Real>::run(const int* tokens, const int* targets, bool with_grad, dou
   using host_ints = Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
   Kokkos::deep_copy(Kokkos::View<int*, memory_space>(buf_->tokens.data(), n), host_ints(tokens, n));
   Kokkos::deep_copy(buf_->targets, host_ints(targets, n));
-  if (with_grad) token_index_ = std::make_unique<token_rows<memory_space>>(tokens, n, config_.vocab);
+  if (with_grad && token_index_ == nullptr)
+    token_index_ = std::make_unique<token_rows<memory_space>>(tokens, n, config_.vocab);
+  else if (with_grad)
+    token_index_->assign(tokens);
   visit_dtype<Real>(resolve(policy_.weights()), [&](auto p) {
     using P = decltype(p);
     forward<P>(with_grad, grad_scale, scaler);

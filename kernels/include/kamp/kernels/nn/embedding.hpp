@@ -75,6 +75,14 @@ struct token_rows {
   /// Builds the index from host tokens (b·T + t order); throws on a token outside [0, vocab).
   token_rows(const int* tokens, std::size_t n, int vocab)
       : offsets("kamp::token_rows::offsets", vocab + 1), rows("kamp::token_rows::rows", n) {
+    assign(tokens);
+  }
+
+  /// Rebuilds the index for the next batch of the same size in the same device memory (a
+  /// training step allocates nothing).
+  void assign(const int* tokens) {
+    const std::size_t n = rows.extent(0);
+    const int vocab = int(offsets.extent(0)) - 1;
     std::vector<int> count(vocab + 1, 0), order(n);
     for (std::size_t i = 0; i < n; ++i) {
       if (tokens[i] < 0 || tokens[i] >= vocab)
