@@ -5,11 +5,14 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include "train/checkpointing.hpp"
 #include "train/config_file.hpp"
 #include "train/metrics.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -23,6 +26,8 @@ struct run_settings {
   std::string mode = "amp_bf16", pure_update = "kahan", data, metrics, summary;
   double validation_fraction = 0.1;
   int eval_every = 50, eval_batches = 8, log_every = 10;
+  std::string checkpoint_dir = "checkpoints", checkpoint_every = "0", resume;
+  int keep_checkpoints = 3;
 };
 
 void add_options(CLI::App& app, run_settings& s) {
@@ -87,6 +92,18 @@ void add_options(CLI::App& app, run_settings& s) {
                  "file: .csv or .jsonl");
   app.add_option("--summary", s.summary, "Write the run's summary as JSON to this file");
   app.add_option("--log-every", s.log_every, "Without a terminal, print a line every N steps")->capture_default_str();
+  app.add_option("--checkpoint-dir", s.checkpoint_dir,
+                 "Directory of HDF5 checkpoints step-<step>.h5: written every --checkpoint-every, at the end, and on "
+                 "SIGTERM/SIGUSR1/SIGINT (then the run exits 0)")
+      ->capture_default_str();
+  app.add_option("--checkpoint-every", s.checkpoint_every,
+                 "Periodic checkpoints: every N steps (500) or wall-clock time (90s, 30m, 2h); 0: off")
+      ->capture_default_str();
+  app.add_option("--keep-checkpoints", s.keep_checkpoints, "Newest checkpoints kept in --checkpoint-dir")
+      ->capture_default_str();
+  app.add_option("--resume", s.resume,
+                 "Continue from a checkpoint file, or 'auto': the newest checkpoint in --checkpoint-dir that loads "
+                 "(none yet: start at step 0)");
 }
 
 double median(std::vector<double> v) {
@@ -95,7 +112,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int train(run_settings& s) {
+int train(run_settings& s, const std::string& run_config) {
   s.policy.mode = kamp::parse_precision_mode(s.mode);
   s.policy.update = kamp::parse_pure_bf16_update(s.pure_update);
   // Everything is validated before the model is allocated.
@@ -104,13 +121,12 @@ int train(run_settings& s) {
   s.train.validate();
   if (s.eval_batches < 1) throw std::invalid_argument("--eval-batches must be >= 1");
   if (s.eval_every < 0 || s.log_every < 1) throw std::invalid_argument("--eval-every must be >= 0, --log-every >= 1");
+  const auto every = kamp::app::checkpoint_interval::parse(s.checkpoint_every);
+  const kamp::checkpoint_directory checkpoints(s.checkpoint_dir, s.keep_checkpoints);
   const kamp::token_dataset data =
       s.data.empty() ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context,
                                            "built-in corpus")
                      : kamp::token_dataset::from_file(s.data, s.validation_fraction, s.model.context);
-  std::optional<kamp::app::metrics_writer> metrics;
-  if (!s.metrics.empty()) metrics.emplace(s.metrics);
-
   kamp::trainer trainer(s.model, s.policy, s.train, data);
   const auto& table = trainer.model().table();
   std::printf("kamp-train: GPT %d layers, %d heads, d_model %d, mlp %d, context %d: %zu parameters\n", s.model.layers,
@@ -122,18 +138,51 @@ int train(run_settings& s) {
               data.size(kamp::token_dataset::split::train), data.size(kamp::token_dataset::split::validation));
   std::printf("  Kokkos execution space: %s, concurrency %d\n", Kokkos::DefaultExecutionSpace::name(),
               Kokkos::DefaultExecutionSpace().concurrency());
+  const bool resumed = !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train).empty();
   std::fflush(stdout);
+  if (trainer.steps_taken() >= s.train.steps) {
+    std::printf("done: the checkpoint is at step %lld of --steps %d: nothing to train (raise --steps to go on)\n",
+                static_cast<long long>(trainer.steps_taken()), s.train.steps);
+    return 0;
+  }
+  // A resumed run continues its metrics file.
+  std::optional<kamp::app::metrics_writer> metrics;
+  if (!s.metrics.empty()) metrics.emplace(s.metrics, resumed && std::filesystem::exists(s.metrics));
 
+  using clock = std::chrono::steady_clock;
+  std::int64_t saved_step = trainer.steps_taken(), saved_attempts = trainer.attempts();
+  auto saved_time = clock::now();
+  const auto save = [&] {
+    kamp::training_state state = trainer.state();
+    state.run_config = run_config;
+    const auto start = clock::now();
+    const std::string path = checkpoints.save(state);
+    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+    saved_step = trainer.steps_taken();
+    saved_attempts = trainer.attempts();
+    saved_time = clock::now();
+    return std::make_pair(path, seconds);
+  };
+  const auto save_if_new = [&](const char* why) {
+    if (trainer.steps_taken() == saved_step && trainer.attempts() == saved_attempts) return;
+    const auto [path, seconds] = save();
+    std::printf("checkpoint (%s): %s, %.1f MB in %.2f s\n", why, path.c_str(),
+                double(std::filesystem::file_size(path)) / 1e6, seconds);
+    std::fflush(stdout);
+  };
+
+  const kamp::app::stop_request stop;
+  const std::int64_t first_step = trainer.attempts() + 1;
   const double initial_validation = trainer.validation_loss(s.eval_batches);
   kamp::app::progress bar(s.train.steps, s.log_every);
   std::vector<double> losses, rates;
   std::optional<double> validation;
   double first_loss = 0, seconds = 0;
   int skipped = 0, consecutive_skips = 0;
-  while (trainer.steps_taken() < s.train.steps) {
+  while (trainer.steps_taken() < s.train.steps && !stop.signal()) {
     const auto r = trainer.step();
     seconds += r.seconds;
-    if (r.step == 1) first_loss = r.loss;
+    if (r.step == first_step) first_loss = r.loss;
     skipped += r.skipped;
     consecutive_skips = r.skipped ? consecutive_skips + 1 : 0;
     if (consecutive_skips == 50)
@@ -149,16 +198,26 @@ int train(run_settings& s) {
       validation = trainer.validation_loss(s.eval_batches);
     bar.update(r, trainer.steps_taken(), validation);
     if (metrics) metrics->write(r, validation);
+    if (!r.skipped && every.due(trainer.steps_taken(), std::chrono::duration<double>(clock::now() - saved_time).count()))
+      save_if_new("periodic");
   }
   bar.finish();
+  if (stop.signal()) {
+    save_if_new(kamp::app::stop_request::name(stop.signal()));
+    std::printf("stopped by %s after step %lld of %d; checkpoint in '%s': continue with --resume auto\n",
+                kamp::app::stop_request::name(stop.signal()), static_cast<long long>(trainer.steps_taken()),
+                s.train.steps, s.checkpoint_dir.c_str());
+    return 0;
+  }
+  save_if_new("final");
   const std::size_t tail = std::min<std::size_t>(10, losses.size());
   double final_loss = 0;
   for (std::size_t i = losses.size() - tail; i < losses.size(); ++i) final_loss += losses[i] / double(tail);
   const double final_validation = validation.value_or(trainer.validation_loss(s.eval_batches));
   std::printf("done: %d steps (%d skipped) in %.1f s, median %.0f tokens/s\n", s.train.steps, skipped, seconds,
               median(rates));
-  std::printf("  train loss %.4f (step 1) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n", first_loss,
-              final_loss, tail, initial_validation, final_validation);
+  std::printf("  train loss %.4f (step %lld) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n", first_loss,
+              static_cast<long long>(first_step), final_loss, tail, initial_validation, final_validation);
   if (!s.summary.empty()) {
     std::ofstream out(s.summary);
     if (!out) throw std::runtime_error("--summary: cannot open '" + s.summary + "' for writing");
@@ -193,7 +252,7 @@ int main(int argc, char** argv) {
   }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return train(settings);
+    return train(settings, app.config_to_str(true, false));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kamp-train: error: %s\n", e.what());
     return 1;

@@ -12,6 +12,14 @@ foreach(backend SERIAL OPENMP THREADS CUDA HIP SYCL)
 endforeach()
 message(STATUS "kamp: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}, backends: ${KAMP_KOKKOS_BACKENDS}")
 
+# Checkpoints are HDF5 files (the serial library: one writer, see docs/checkpoint.md).
+find_package(HDF5 REQUIRED COMPONENTS C)
+if(HDF5_VERSION VERSION_LESS 1.10)
+  message(FATAL_ERROR "kamp's checkpoints need HDF5 1.10 or newer, found ${HDF5_VERSION}. "
+                      "Point HDF5_ROOT at a newer installation (Debian: libhdf5-dev).")
+endif()
+message(STATUS "kamp: HDF5 ${HDF5_VERSION}: ${HDF5_INCLUDE_DIRS}")
+
 # Vendor GEMM paths ("TPLs"), each found automatically and switchable off; without them the
 # portable kernel runs. AUTO: use when found; ON: required; OFF: never.
 function(kamp_optional_dependency name package)

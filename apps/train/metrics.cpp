@@ -14,11 +14,12 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 }  // namespace
 
-metrics_writer::metrics_writer(const std::string& path) : out_(path), csv_(ends_with(path, ".csv")) {
+metrics_writer::metrics_writer(const std::string& path, bool append)
+    : out_(path, append ? std::ios::app : std::ios::trunc), csv_(ends_with(path, ".csv")) {
   if (!csv_ && !ends_with(path, ".jsonl") && !ends_with(path, ".json"))
     throw std::invalid_argument("--metrics '" + path + "': the name must end in .csv or .jsonl (the format)");
   if (!out_) throw std::runtime_error("--metrics: cannot open '" + path + "' for writing");
-  if (csv_) out_ << "step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s\n" << std::flush;
+  if (csv_ && !append) out_ << "step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s\n" << std::flush;
 }
 
 void metrics_writer::write(const step_report& r, std::optional<double> validation_loss) {

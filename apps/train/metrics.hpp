@@ -10,10 +10,11 @@
 namespace kamp::app {
 
 /// Per-step metrics to a file: CSV for a name ending in .csv, JSON Lines for .jsonl/.json.
-/// Each row is flushed, so a killed job keeps every finished step.
+/// Each row is flushed, so a killed job keeps every finished step; `append` continues a file
+/// (a resumed run).
 class metrics_writer {
  public:
-  explicit metrics_writer(const std::string& path);
+  metrics_writer(const std::string& path, bool append);
   void write(const step_report& r, std::optional<double> validation_loss);
 
  private:

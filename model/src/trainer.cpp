@@ -3,6 +3,9 @@
 #include <kamp/model/trainer.hpp>
 #include <kamp/numeric/counter_random.hpp>
 
+#include "fields.hpp"
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -63,7 +66,26 @@ struct optimizer_slot {
                     float lr) = 0;
   virtual std::vector<float> exact_weights() const = 0;
   virtual std::vector<std::uint32_t> copy_bits() const = 0;
+  /// The optimizer's tensors in state_layout's order.
+  virtual std::vector<state_tensor> state() const = 0;
+  /// Loads tensors the trainer has checked against state_layout, and the optimizer's step count.
+  virtual void restore(const std::vector<state_tensor>& tensors, std::int64_t steps) = 0;
 };
+
+template <class T>
+state_tensor snapshot(const char* role, const Kokkos::View<T*, memory_space>& v) {
+  state_tensor t{role, dtype_of<T>(), std::vector<unsigned char>(v.extent(0) * sizeof(T))};
+  Kokkos::deep_copy(
+      Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(reinterpret_cast<T*>(t.bytes.data()), v.extent(0)),
+      v);
+  return t;
+}
+
+template <class T>
+void load(const state_tensor& t, const Kokkos::View<T*, memory_space>& v) {
+  Kokkos::deep_copy(v, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                           reinterpret_cast<const T*>(t.bytes.data()), v.extent(0)));
+}
 
 template <class Model, class Moment>
 struct adamw_slot final : optimizer_slot {
@@ -110,6 +132,23 @@ struct adamw_slot final : optimizer_slot {
     }
     return out;
   }
+  std::vector<state_tensor> state() const override {
+    std::vector<state_tensor> out{snapshot("model", model)};
+    if (opt.master().extent(0) > 0) out.push_back(snapshot("master", opt.master()));
+    out.push_back(snapshot("moment1", opt.moment1()));
+    out.push_back(snapshot("moment2", opt.moment2()));
+    if (opt.compensation().extent(0) > 0) out.push_back(snapshot("compensation", opt.compensation()));
+    return out;
+  }
+  void restore(const std::vector<state_tensor>& tensors, std::int64_t steps) override {
+    auto next = tensors.begin();
+    load(*next++, model);
+    if (opt.master().extent(0) > 0) load(*next++, opt.master());
+    load(*next++, opt.moment1());
+    load(*next++, opt.moment2());
+    if (opt.compensation().extent(0) > 0) load(*next++, opt.compensation());
+    Kokkos::deep_copy(opt.step_count(), steps);
+  }
 };
 
 std::unique_ptr<optimizer_slot> make_optimizer(const precision_policy& policy, const train_options& o,
@@ -143,6 +182,17 @@ loss_scaler_options scaler_options(const precision_policy& policy, const train_o
 }
 
 }  // namespace detail
+
+std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& policy) {
+  const dtype moments = policy.mode == precision_mode::pure_bf16 ? dtype::bf16 : dtype::fp32;
+  std::vector<std::pair<std::string, dtype>> out{{"model", policy.low()}};
+  if (policy.has_master()) out.emplace_back("master", dtype::fp32);
+  out.emplace_back("moment1", moments);
+  out.emplace_back("moment2", moments);
+  if (policy.mode == precision_mode::pure_bf16 && policy.update == pure_bf16_update::kahan)
+    out.emplace_back("compensation", dtype::bf16);
+  return out;
+}
 
 trainer::trainer(const gpt_config& config, const precision_policy& policy, const train_options& options,
                  const token_dataset& data)
@@ -219,5 +269,76 @@ double trainer::validation_loss(int batches) {
 
 std::vector<float> trainer::exact_weights() const { return optimizer_->exact_weights(); }
 std::vector<std::uint32_t> trainer::model_copy_bits() const { return optimizer_->copy_bits(); }
+
+training_state trainer::state() const {
+  training_state s;
+  s.model = config_;
+  s.policy = policy_;
+  s.options = options_;
+  s.steps_taken = steps_taken_;
+  s.attempts = attempts_;
+  s.scaler = scaler_.host_state();
+  s.tensors = optimizer_->state();
+  return s;
+}
+
+namespace {
+// kamp-train's option for a configuration field: d_model -> d-model.
+std::string option_name(std::string field) {
+  std::replace(field.begin(), field.end(), '_', '-');
+  return field;
+}
+}  // namespace
+
+void trainer::restore(const training_state& s) {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument("the saved state does not fit this run: " + what); };
+  std::vector<int> saved;
+  detail::for_each_field(s.model, [&](const char*, int v) { saved.push_back(v); });
+  std::size_t i = 0;
+  detail::for_each_field(config_, [&](const char* field, int v) {
+    if (saved[i] != v)
+      fail("it holds a model with " + std::string(field) + " " + std::to_string(saved[i]) + ", this run's has " +
+           std::to_string(v) + ": resume with the checkpoint's model shape (--" + option_name(field) + " " +
+           std::to_string(saved[i]) + "), or start a new run in another checkpoint directory");
+    ++i;
+  });
+  if (s.policy.mode != policy_.mode ||
+      (policy_.mode == precision_mode::pure_bf16 && s.policy.update != policy_.update))
+    fail(std::string("it was written in precision mode ") + name(s.policy.mode) +
+         (s.policy.mode == precision_mode::pure_bf16 ? std::string(" (") + name(s.policy.update) + " updates)" : "") +
+         ", this run uses " + name(policy_.mode) +
+         (policy_.mode == precision_mode::pure_bf16 ? std::string(" (") + name(policy_.update) + " updates)" : "") +
+         ": the optimizer state differs between modes; resume with the checkpoint's mode");
+  const auto layout = state_layout(policy_);
+  const tensor_table table = config_.parameter_table();
+  if (s.tensors.size() != layout.size())
+    fail("it holds " + std::to_string(s.tensors.size()) + " state tensors, " + name(policy_.mode) + " keeps " +
+         std::to_string(layout.size()));
+  for (std::size_t t = 0; t < layout.size(); ++t) {
+    const state_tensor& x = s.tensors[t];
+    if (x.role != layout[t].first || x.type != layout[t].second)
+      fail("state tensor " + std::to_string(t) + " is " + x.role + " (" + name(x.type) + "), expected " +
+           layout[t].first + " (" + name(layout[t].second) + ")");
+    if (x.bytes.size() != table.flat_size() * size_of(x.type))
+      fail(x.role + " has " + std::to_string(x.bytes.size() / size_of(x.type)) + " elements, expected " +
+           std::to_string(table.flat_size()));
+    for (const auto& e : table.entries()) {
+      const tensor_statistics st = statistics(x, e.offset, e.size);
+      if (st.non_finite > 0)
+        fail(x.role + "/" + e.name + " has " + std::to_string(st.non_finite) +
+             " non-finite values: this state diverged before it was saved; resume from an earlier checkpoint");
+    }
+  }
+  if (s.steps_taken < 0 || s.attempts < s.steps_taken || s.scaler.steps != s.attempts ||
+      s.scaler.skipped_steps != s.attempts - s.steps_taken)
+    fail("inconsistent counters: " + std::to_string(s.steps_taken) + " steps taken of " + std::to_string(s.attempts) +
+         " attempts, but the loss scaler saw " + std::to_string(s.scaler.steps) + " updates with " +
+         std::to_string(s.scaler.skipped_steps) + " skipped");
+  // The last check that can fail; nothing has changed before it and nothing can fail after it.
+  scaler_.restore(s.scaler);
+  optimizer_->restore(s.tensors, s.steps_taken);
+  steps_taken_ = s.steps_taken;
+  attempts_ = s.attempts;
+}
 
 }  // namespace kamp

@@ -1,5 +1,6 @@
 // A user's trainer built on the installed kamp::model: one amp_bf16 step of a small GPT runs and
-// gives a finite loss.
+// gives a finite loss, and its checkpoint (HDF5, linked through kamp's export) reads back.
+#include <kamp/model/checkpoint.hpp>
 #include <kamp/model/trainer.hpp>
 
 #include <cmath>
@@ -18,6 +19,9 @@ int main(int argc, char* argv[]) {
   const kamp::token_dataset data(kamp::default_corpus(4096), 0.1, config.context, "built-in corpus");
   kamp::trainer trainer(config, kamp::precision_policy{}, options, data);
   const auto r = trainer.step();
-  std::printf("kamp::model consumer: loss %g, skipped %d\n", r.loss, int(r.skipped));
-  return std::isfinite(r.loss) && !r.skipped ? 0 : 1;
+  kamp::write_checkpoint("consumer.h5", trainer.state());
+  const auto loaded = kamp::read_checkpoint("consumer.h5");
+  std::printf("kamp::model consumer: loss %g, skipped %d, checkpoint at step %lld\n", r.loss, int(r.skipped),
+              static_cast<long long>(loaded.steps_taken));
+  return std::isfinite(r.loss) && !r.skipped && loaded.steps_taken == 1 ? 0 : 1;
 }

@@ -1,34 +1,16 @@
 #ifndef KAMP_MODEL_TRAINER_HPP
 #define KAMP_MODEL_TRAINER_HPP
 
-#include <kamp/kernels/adamw.hpp>
 #include <kamp/kernels/gradient_check.hpp>
-#include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/model/data.hpp>
 #include <kamp/model/gpt.hpp>
+#include <kamp/model/training_state.hpp>
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 namespace kamp {
-
-/// \brief Everything about a training run that is not the model's shape or the precision.
-struct train_options {
-  int batch = 16;                ///< sequences per micro-batch
-  int micro_batches = 1;         ///< gradient accumulation: micro-batches per optimizer step
-  int steps = 200;               ///< optimizer steps that are taken (skipped ones do not count)
-  float lr = 3e-4f;              ///< peak learning rate
-  int warmup = 20;               ///< linear warm-up steps
-  float min_lr_ratio = 0.1f;     ///< cosine decay ends at lr x this
-  adamw_options adamw{};         ///< betas, eps, weight decay (PyTorch's AdamW defaults)
-  float grad_clip = 1.0f;        ///< max global gradient L2 norm; 0 turns clipping off
-  std::uint64_t seed = 1337;     ///< initial weights, data order, stochastic rounding
-  loss_scaler_options scaler{};  ///< amp_fp16's dynamic loss scaling (PyTorch's defaults)
-
-  /// Throws std::invalid_argument naming the first bad field and its allowed range.
-  void validate() const;
-};
 
 /// \brief What one optimizer step did.
 struct step_report {
@@ -71,6 +53,14 @@ class trainer {
   std::vector<float> exact_weights() const;
   /// The raw bits of the low-precision model copy the GEMMs read, on the host.
   std::vector<std::uint32_t> model_copy_bits() const;
+
+  /// Everything the run needs to continue bit-exactly, copied to the host (a checkpoint's content).
+  training_state state() const;
+  /// Continue from `s`. Checks it completely first (model shape, precision mode, tensor roles,
+  /// types and sizes, finite values, counters, scaler state) and throws std::invalid_argument
+  /// naming what does not fit; the trainer is then unchanged, never half-restored. The training
+  /// options stay this trainer's own (compare them with `option_differences`).
+  void restore(const training_state& s);
 
  private:
   gpt_config config_;

@@ -1,0 +1,105 @@
+// kamp-inspect: what a kamp checkpoint holds, and per-tensor statistics, without training.
+#include <kamp/model/checkpoint.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+namespace {
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string s;
+  for (const auto d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+nlohmann::json describe(const std::string& path, const kamp::training_state& s) {
+  const kamp::gpt_config& m = s.model;
+  nlohmann::json tensors = nlohmann::json::array();
+  std::size_t non_finite = 0;
+  const kamp::tensor_table table = m.parameter_table();
+  for (const auto& t : s.tensors)
+    for (const auto& e : table.entries()) {
+      const auto st = kamp::statistics(t, e.offset, e.size);
+      non_finite += st.non_finite;
+      tensors.push_back({{"name", t.role + "/" + e.name},
+                         {"dtype", kamp::name(t.type)},
+                         {"shape", e.shape},
+                         {"min", st.min},
+                         {"max", st.max},
+                         {"mean", st.mean},
+                         {"non_finite", st.non_finite}});
+    }
+  return {{"file", path},
+          {"bytes", std::filesystem::file_size(path)},
+          {"format_version", kamp::checkpoint_format_version},
+          {"kamp_version", s.kamp_version},
+          {"model",
+           {{"vocab", m.vocab}, {"context", m.context}, {"layers", m.layers}, {"heads", m.heads},
+            {"d_model", m.d_model}, {"mlp", m.mlp}, {"parameters", table.parameter_count()}}},
+          {"precision_mode", kamp::name(s.policy.mode)},
+          {"pure_bf16_update", kamp::name(s.policy.update)},
+          {"fp32_layers", s.policy.fp32_layers},
+          {"step", s.steps_taken},
+          {"attempts", s.attempts},
+          {"data_position", s.attempts * s.options.micro_batches},
+          {"loss_scaler",
+           {{"scale", s.scaler.scale}, {"growth_tracker", s.scaler.growth_tracker},
+            {"skipped_steps", s.scaler.skipped_steps}}},
+          {"non_finite", non_finite},
+          {"tensors", tensors}};
+}
+
+void print(const nlohmann::json& j) {
+  const auto& m = j["model"];
+  std::printf("%s: kamp checkpoint format %d, written by kamp %s, %.2f MB\n", j["file"].get<std::string>().c_str(),
+              j["format_version"].get<int>(), j["kamp_version"].get<std::string>().c_str(),
+              j["bytes"].get<double>() / 1e6);
+  std::printf("  model: GPT %d layers, %d heads, d_model %d, mlp %d, context %d, vocab %d: %zu parameters\n",
+              m["layers"].get<int>(), m["heads"].get<int>(), m["d_model"].get<int>(), m["mlp"].get<int>(),
+              m["context"].get<int>(), m["vocab"].get<int>(), m["parameters"].get<std::size_t>());
+  std::printf("  precision: %s; step %lld (%lld attempts), data position %lld; loss scale %g (%lld skipped)\n",
+              j["precision_mode"].get<std::string>().c_str(), j["step"].get<long long>(), j["attempts"].get<long long>(),
+              j["data_position"].get<long long>(), j["loss_scaler"]["scale"].get<double>(),
+              j["loss_scaler"]["skipped_steps"].get<long long>());
+  std::printf("  %-34s %-5s %-10s %12s %12s %12s %10s\n", "tensor", "dtype", "shape", "min", "max", "mean",
+              "non-finite");
+  for (const auto& t : j["tensors"]) {
+    const auto number = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); };
+    std::printf("  %-34s %-5s %-10s %12.5g %12.5g %12.5g %10zu\n", t["name"].get<std::string>().c_str(),
+                t["dtype"].get<std::string>().c_str(),
+                shape_text(t["shape"].get<std::vector<std::size_t>>()).c_str(), number(t["min"]), number(t["max"]),
+                number(t["mean"]), t["non_finite"].get<std::size_t>());
+  }
+  std::printf("  non-finite values in all tensors: %zu\n", j["non_finite"].get<std::size_t>());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kamp-inspect: print a kamp checkpoint's metadata and per-tensor statistics (shape, dtype, min, "
+               "max, mean, non-finite count). Reading it checks it completely: exit status 1 if it is damaged."};
+  std::string path;
+  bool json = false, run_config = false;
+  app.add_option("checkpoint", path, "The .h5 checkpoint")->required();
+  app.add_flag("--json", json, "Print JSON instead of a table");
+  app.add_flag("--run-config", run_config, "Print the settings of the run that wrote it (a kamp-train --config file)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const kamp::training_state state = kamp::read_checkpoint(path);
+    if (run_config) {
+      std::cout << state.run_config << '\n';
+    } else if (json) {
+      std::cout << describe(path, state).dump(2) << '\n';
+    } else {
+      print(describe(path, state));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kamp-inspect: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,103 @@
+#include "checkpointing.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace kamp::app {
+
+namespace {
+
+volatile std::sig_atomic_t received = 0;
+constexpr int stop_signals[] = {SIGTERM, SIGUSR1, SIGINT};
+
+extern "C" void on_stop_signal(int signal) { received = signal; }
+
+}  // namespace
+
+checkpoint_interval checkpoint_interval::parse(const std::string& text) {
+  const auto bad = [&] {
+    return std::invalid_argument("--checkpoint-every '" + text +
+                                 "': give steps (500), or a time with unit s, m or h (90s, 30m, 2h); 0 turns it off");
+  };
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  const std::string unit = text.substr(used);
+  if (!(value >= 0) || value > 1e12) throw bad();
+  checkpoint_interval every;
+  if (unit.empty()) {
+    if (value != double(std::int64_t(value))) throw bad();
+    every.steps = std::int64_t(value);
+  } else if (unit == "s" || unit == "m" || unit == "h") {
+    every.seconds = value * (unit == "s" ? 1 : unit == "m" ? 60 : 3600);
+  } else {
+    throw bad();
+  }
+  return every;
+}
+
+bool checkpoint_interval::due(std::int64_t steps_taken, double seconds_since_last) const {
+  return (steps > 0 && steps_taken % steps == 0) || (seconds > 0 && seconds_since_last >= seconds);
+}
+
+stop_request::stop_request() {
+  received = 0;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  for (int i = 0; i < 3; ++i) sigaction(stop_signals[i], &action, &previous_[i]);
+}
+
+stop_request::~stop_request() {
+  for (int i = 0; i < 3; ++i) sigaction(stop_signals[i], &previous_[i], nullptr);
+}
+
+int stop_request::signal() const { return received; }
+
+const char* stop_request::name(int signal) {
+  switch (signal) {
+    case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGINT: return "SIGINT";
+    default: return "a signal";
+  }
+}
+
+std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now) {
+  const bool automatic = which == "auto";
+  const std::vector<std::string> candidates = automatic ? dir.list() : std::vector<std::string>{which};
+  if (candidates.empty()) {
+    std::printf("  --resume auto: no checkpoint in '%s' yet: starting at step 0\n", dir.path().c_str());
+    return "";
+  }
+  for (const auto& path : candidates) {
+    std::string problem;
+    try {
+      const training_state state = read_checkpoint(path);
+      t.restore(state);
+      std::printf("  resumed from '%s': %lld steps taken (%lld attempted)\n", path.c_str(),
+                  static_cast<long long>(state.steps_taken), static_cast<long long>(state.attempts));
+      const auto changed = option_differences(state.options, now);
+      for (const auto& c : changed) std::printf("  note: training option changed since the checkpoint: %s\n", c.c_str());
+      if (!changed.empty())
+        std::printf("  (with changed options the run is no longer bit-identical to an uninterrupted one)\n");
+      return path;
+    } catch (const checkpoint_error& e) {
+      problem = e.what();
+    } catch (const std::invalid_argument& e) {
+      problem = "checkpoint '" + path + "': " + e.what();
+    }
+    if (!automatic) throw std::runtime_error(problem);
+    std::fprintf(stderr, "kamp-train: warning: --resume auto skips it: %s\n", problem.c_str());
+  }
+  throw std::runtime_error("--resume auto: none of the " + std::to_string(candidates.size()) + " checkpoints in '" +
+                           dir.path() + "' loads (reasons above). Name one with --resume PATH, or move them away "
+                           "to start from step 0");
+}
+
+}  // namespace kamp::app

@@ -1,0 +1,54 @@
+#ifndef KAMP_MODEL_CHECKPOINT_HPP
+#define KAMP_MODEL_CHECKPOINT_HPP
+
+#include <kamp/model/training_state.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kamp {
+
+/// \brief A checkpoint cannot be written, read, or is not what it must be. The message names
+/// the file, the object in it (dataset, attribute) and what was expected.
+class checkpoint_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The checkpoint format this kamp writes and the only one it reads (docs/checkpoint.md).
+inline constexpr std::int64_t checkpoint_format_version = 1;
+
+/// Writes `state` as an HDF5 checkpoint at `path`, atomically: into "<path>.tmp" beside it,
+/// flushed and fsync'ed, renamed to `path`, then the directory fsync'ed. A crash at any moment
+/// leaves `path` as it was or complete, never partly written.
+void write_checkpoint(const std::string& path, const training_state& state);
+
+/// Reads a checkpoint and checks all of it before returning: format and version, every
+/// attribute, each dataset's presence, element type and shape (from the stored model shape and
+/// precision mode), and every chunk's Fletcher-32 checksum (HDF5 checksums the metadata).
+/// Throws checkpoint_error naming the file and what is wrong.
+training_state read_checkpoint(const std::string& path);
+
+/// \brief A directory of checkpoints named step-<8-digit step>.h5 that keeps the newest `keep`.
+class checkpoint_directory {
+ public:
+  /// Creates the directory if needed. Throws checkpoint_error if it cannot, or keep < 1.
+  checkpoint_directory(std::string path, int keep);
+
+  /// Writes `state` as step-<steps_taken>.h5 (atomically), then deletes all but the newest
+  /// `keep` checkpoints and any temporary file an interrupted write left. Returns the path.
+  std::string save(const training_state& state) const;
+  /// The checkpoint files, newest (highest step) first.
+  std::vector<std::string> list() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int keep_;
+};
+
+}  // namespace kamp
+
+#endif

@@ -1,0 +1,78 @@
+#ifndef KAMP_MODEL_TRAINING_STATE_HPP
+#define KAMP_MODEL_TRAINING_STATE_HPP
+
+#include <kamp/kernels/adamw.hpp>
+#include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/model/gpt_config.hpp>
+#include <kamp/model/precision_policy.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kamp {
+
+/// \brief Everything about a training run that is not the model's shape or the precision.
+struct train_options {
+  int batch = 16;                ///< sequences per micro-batch
+  int micro_batches = 1;         ///< gradient accumulation: micro-batches per optimizer step
+  int steps = 200;               ///< optimizer steps that are taken (skipped ones do not count)
+  float lr = 3e-4f;              ///< peak learning rate
+  int warmup = 20;               ///< linear warm-up steps
+  float min_lr_ratio = 0.1f;     ///< cosine decay ends at lr x this
+  adamw_options adamw{};         ///< betas, eps, weight decay (PyTorch's AdamW defaults)
+  float grad_clip = 1.0f;        ///< max global gradient L2 norm; 0 turns clipping off
+  std::uint64_t seed = 1337;     ///< initial weights, data order, stochastic rounding
+  loss_scaler_options scaler{};  ///< amp_fp16's dynamic loss scaling (PyTorch's defaults)
+
+  /// Throws std::invalid_argument naming the first bad field and its allowed range.
+  void validate() const;
+};
+
+/// \brief One of the trainer's flat buffers, copied to the host: its role, element type and
+/// raw element bits in the parameter table's layout (alignment padding included, always zero).
+struct state_tensor {
+  std::string role;  ///< model (the copy the GEMMs read), master, moment1, moment2, compensation
+  dtype type;
+  std::vector<unsigned char> bytes;  ///< host byte order
+
+  std::size_t size() const { return bytes.size() / size_of(type); }
+};
+
+/// \brief Everything a run needs to continue bit-exactly. The random streams are counter-based
+/// (initial weights, data windows and stochastic rounding are functions of the seed and a
+/// counter), so the seed and the counters `steps_taken` and `attempts` are the complete RNG
+/// state: the data position is attempts x micro_batches, the stochastic-rounding stream is
+/// indexed by the optimizer step (= steps_taken), the LR schedule by steps_taken.
+struct training_state {
+  gpt_config model;
+  precision_policy policy;
+  train_options options;
+  std::int64_t steps_taken = 0;  ///< optimizer steps taken (skipped attempts excluded)
+  std::int64_t attempts = 0;     ///< optimizer steps attempted (skipped ones included)
+  loss_scale_state scaler{};
+  std::vector<state_tensor> tensors;
+  std::string run_config;    ///< the application's own settings (kamp-train: all its options, TOML)
+  std::string kamp_version;  ///< set by read_checkpoint: the kamp that wrote the file
+};
+
+/// The tensors a trainer in this precision mode keeps (role and element type), in the order
+/// `trainer::state()` lists them: fp32 model + 2 fp32 moments; AMP: low-precision model, fp32
+/// master, 2 fp32 moments; pure_bf16: bf16 model, 2 bf16 moments (+ bf16 Kahan compensation).
+std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& policy);
+
+/// "lr 0.0003 -> 0.001" for each training option that differs between `saved` and `now`
+/// (a resumed run continues bit-exactly only when there are none).
+std::vector<std::string> option_differences(const train_options& saved, const train_options& now);
+
+/// \brief Summary of some elements of a tensor; min, max and mean are over the finite values.
+struct tensor_statistics {
+  double min = 0, max = 0, mean = 0;
+  std::size_t count = 0, non_finite = 0;
+};
+/// Statistics of `t`'s elements [offset, offset + count), decoded exactly from their bits.
+tensor_statistics statistics(const state_tensor& t, std::size_t offset, std::size_t count);
+
+}  // namespace kamp
+
+#endif

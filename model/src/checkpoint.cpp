@@ -1,0 +1,266 @@
+#include <kamp/model/checkpoint.hpp>
+
+#include "fields.hpp"
+#include "hdf5.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <regex>
+
+namespace kamp {
+
+namespace fs = std::filesystem;
+namespace h5 = detail::h5;
+
+namespace {
+
+constexpr const char* format_name = "kamp-checkpoint";
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < s.size()) {
+    const std::size_t end = std::min(s.find(',', start), s.size());
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// One attribute per configuration field, whatever its C++ type.
+struct attribute_writer {
+  hid_t object;
+  void operator()(const char* name, int v) const { h5::write_attribute(object, name, std::int64_t(v)); }
+  void operator()(const char* name, bool v) const { h5::write_attribute(object, name, std::int64_t(v)); }
+  void operator()(const char* name, float v) const { h5::write_attribute(object, name, double(v)); }
+  void operator()(const char* name, std::uint64_t v) const { h5::write_attribute(object, name, v); }
+};
+
+struct attribute_reader {
+  hid_t object;
+  std::string where;
+  void operator()(const char* name, int& v) const {
+    const std::int64_t x = h5::read_int_attribute(object, name, where);
+    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+      throw checkpoint_error(where + ": attribute '" + name + "' = " + std::to_string(x) + " does not fit an int");
+    v = int(x);
+  }
+  void operator()(const char* name, bool& v) const {
+    const std::int64_t x = h5::read_int_attribute(object, name, where);
+    if (x != 0 && x != 1) throw checkpoint_error(where + ": attribute '" + std::string(name) + "' must be 0 or 1");
+    v = x == 1;
+  }
+  void operator()(const char* name, float& v) const { v = float(h5::read_float_attribute(object, name, where)); }
+  void operator()(const char* name, std::uint64_t& v) const { v = h5::read_uint_attribute(object, name, where); }
+  void operator()(const char* name, std::int64_t& v) const { v = h5::read_int_attribute(object, name, where); }
+};
+
+void write_scaler(hid_t group, const loss_scale_state& s) {
+  detail::for_each_scaler_field(s, [&](const char* name, const auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, float>) {
+      h5::write_attribute(group, name, double(v));
+    } else {
+      h5::write_attribute(group, name, std::int64_t(v));
+    }
+  });
+}
+
+void read_scaler(hid_t group, loss_scale_state& s) {
+  const attribute_reader read{group, "/loss_scaler"};
+  detail::for_each_scaler_field(s, [&](const char* name, auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::int32_t>) {
+      int x;
+      read(name, x);
+      v = x;
+    } else {
+      read(name, v);
+    }
+  });
+}
+
+void check_tensor_sizes(const training_state& state, const tensor_table& table) {
+  for (const auto& t : state.tensors)
+    if (t.bytes.size() != table.flat_size() * size_of(t.type))
+      throw std::invalid_argument("kamp::write_checkpoint: state tensor '" + t.role + "' has " +
+                                  std::to_string(t.bytes.size()) + " bytes, the model's table needs " +
+                                  std::to_string(table.flat_size() * size_of(t.type)));
+}
+
+void write_file(const std::string& path, const training_state& state) {
+  const tensor_table table = state.model.parameter_table();
+  check_tensor_sizes(state, table);
+  h5::handle file = h5::create_file(path);
+  const hid_t root = file.get();
+  h5::write_attribute(root, "format", std::string(format_name));
+  h5::write_attribute(root, "format_version", checkpoint_format_version);
+  h5::write_attribute(root, "kamp_version", std::string(KAMP_VERSION));
+  h5::write_attribute(root, "precision_mode", std::string(name(state.policy.mode)));
+  h5::write_attribute(root, "step", state.steps_taken);
+  h5::write_attribute(root, "attempts", state.attempts);
+  // Redundant with attempts and the options, but what a person looking for "where is the data
+  // loader" wants to see: the next training window's counter.
+  h5::write_attribute(root, "data_position", state.attempts * state.options.micro_batches);
+  h5::write_attribute(root, "run_config", state.run_config);
+  {
+    h5::handle config = h5::create_group(root, "config");
+    detail::for_each_field(state.model, attribute_writer{config.get()});
+    h5::write_attribute(config.get(), "mode", std::string(name(state.policy.mode)));
+    h5::write_attribute(config.get(), "pure_bf16_update", std::string(name(state.policy.update)));
+    h5::write_attribute(config.get(), "fp32_layers", join(state.policy.fp32_layers));
+    detail::for_each_option(state.options, attribute_writer{config.get()});
+  }
+  write_scaler(h5::create_group(root, "loss_scaler").get(), state.scaler);
+  for (const auto& t : state.tensors) {
+    h5::handle group = h5::create_group(root, t.role);
+    for (const auto& e : table.entries())
+      h5::write_dataset(group.get(), e.name, t.type, e.shape, t.bytes.data() + e.offset * size_of(t.type));
+  }
+  if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0) h5::fail("flushing '" + path + "'");
+  file.close("closing '" + path + "'");
+}
+
+void fsync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) throw checkpoint_error("cannot open '" + path + "' to sync it: " + std::strerror(errno));
+  const int status = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (status != 0) throw checkpoint_error("fsync of '" + path + "' failed: " + std::strerror(error));
+}
+
+training_state read_file(const std::string& path) {
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) throw checkpoint_error("no such file");
+  h5::handle file = h5::open_file(path);
+  const hid_t root = file.get();
+  if (h5::read_string_attribute(root, "format", "/") != format_name)
+    throw checkpoint_error("it is an HDF5 file but not a kamp checkpoint (attribute /format is not '" +
+                           std::string(format_name) + "')");
+  const std::int64_t version = h5::read_int_attribute(root, "format_version", "/");
+  if (version != checkpoint_format_version)
+    throw checkpoint_error("it has format version " + std::to_string(version) + " (written by kamp " +
+                           h5::read_string_attribute(root, "kamp_version", "/") + "); this kamp " + KAMP_VERSION +
+                           " reads version " + std::to_string(checkpoint_format_version) +
+                           " only: resume with the kamp that wrote it");
+  training_state s;
+  s.kamp_version = h5::read_string_attribute(root, "kamp_version", "/");
+  const attribute_reader root_reader{root, "/"};
+  root_reader("step", s.steps_taken);
+  root_reader("attempts", s.attempts);
+  s.run_config = h5::read_string_attribute(root, "run_config", "/");
+  {
+    h5::handle config = h5::open_group(root, "config", "/config");
+    const attribute_reader read{config.get(), "/config"};
+    detail::for_each_field(s.model, read);
+    detail::for_each_option(s.options, read);
+    try {
+      s.model.validate();
+      s.policy.mode = parse_precision_mode(h5::read_string_attribute(config.get(), "mode", "/config"));
+      s.policy.update = parse_pure_bf16_update(h5::read_string_attribute(config.get(), "pure_bf16_update", "/config"));
+      s.policy.fp32_layers = split(h5::read_string_attribute(config.get(), "fp32_layers", "/config"));
+      s.policy.validate(s.model);
+      s.options.validate();
+    } catch (const std::invalid_argument& e) {
+      throw checkpoint_error(std::string("/config holds an invalid configuration: ") + e.what());
+    }
+    if (h5::read_string_attribute(root, "precision_mode", "/") != name(s.policy.mode))
+      throw checkpoint_error("attribute /precision_mode disagrees with /config mode");
+  }
+  read_scaler(h5::open_group(root, "loss_scaler", "/loss_scaler").get(), s.scaler);
+  const tensor_table table = s.model.parameter_table();
+  for (const auto& [role, type] : state_layout(s.policy)) {
+    if (H5Lexists(root, role.c_str(), H5P_DEFAULT) <= 0)
+      throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
+                             name(type) + " " + role + " tensors");
+    h5::handle group = h5::open_group(root, role, "/" + role);
+    state_tensor t{role, type, std::vector<unsigned char>(table.flat_size() * size_of(type), 0)};
+    for (const auto& e : table.entries())
+      h5::read_dataset(group.get(), e.name, type, e.shape, t.bytes.data() + e.offset * size_of(type),
+                       "/" + role + "/" + e.name);
+    s.tensors.push_back(std::move(t));
+  }
+  return s;
+}
+
+const std::regex checkpoint_name(R"(step-([0-9]+)\.h5)");
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, const training_state& state) {
+  const std::string tmp = path + ".tmp";
+  try {
+    write_file(tmp, state);
+    fsync_path(tmp, O_RDONLY);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw checkpoint_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  // The rename is durable only once the directory entry is.
+  const fs::path parent = fs::path(path).parent_path();
+  fsync_path(parent.empty() ? "." : parent.string(), O_RDONLY | O_DIRECTORY);
+}
+
+training_state read_checkpoint(const std::string& path) {
+  try {
+    return read_file(path);
+  } catch (const checkpoint_error& e) {
+    throw checkpoint_error("checkpoint '" + path + "': " + e.what());
+  }
+}
+
+checkpoint_directory::checkpoint_directory(std::string path, int keep) : path_(std::move(path)), keep_(keep) {
+  if (keep < 1) throw checkpoint_error("checkpoints to keep must be >= 1, got " + std::to_string(keep));
+  std::error_code error;
+  fs::create_directories(path_, error);
+  if (error || !fs::is_directory(path_))
+    throw checkpoint_error("cannot create checkpoint directory '" + path_ + "': " +
+                           (error ? error.message() : "a file of that name exists"));
+}
+
+std::vector<std::string> checkpoint_directory::list() const {
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  for (const auto& entry : fs::directory_iterator(path_)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && std::regex_match(name, m, checkpoint_name))
+      found.emplace_back(std::stoll(m[1].str()), entry.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+std::string checkpoint_directory::save(const training_state& state) const {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld.h5", static_cast<long long>(state.steps_taken));
+  const std::string path = (fs::path(path_) / name).string();
+  write_checkpoint(path, state);
+  // Only after the new checkpoint is durable do older ones and leftovers of killed writes go.
+  const auto all = list();
+  for (std::size_t i = std::size_t(keep_); i < all.size(); ++i) fs::remove(all[i]);
+  for (const auto& entry : fs::directory_iterator(path_)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() > 4 && file.compare(file.size() - 4, 4, ".tmp") == 0 &&
+        std::regex_match(file.substr(0, file.size() - 4), checkpoint_name))
+      fs::remove(entry.path());
+  }
+  return path;
+}
+
+}  // namespace kamp

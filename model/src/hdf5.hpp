@@ -1,0 +1,73 @@
+#ifndef KAMP_MODEL_SRC_HDF5_HPP
+#define KAMP_MODEL_SRC_HDF5_HPP
+
+#include <kamp/numeric/dtype.hpp>
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// A thin RAII layer over the HDF5 C API for the checkpoint: every failure becomes a
+// kamp::checkpoint_error naming the object and carrying HDF5's own explanation.
+namespace kamp::detail::h5 {
+
+/// An HDF5 identifier that closes itself.
+class handle {
+ public:
+  handle() = default;
+  handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  handle(handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = H5I_INVALID_HID; }
+  handle& operator=(handle&& o) noexcept;
+  handle(const handle&) = delete;
+  handle& operator=(const handle&) = delete;
+  ~handle() { reset(); }
+
+  hid_t get() const { return id_; }
+  /// Closes now and reports failure (a destructor cannot): a file's last writes happen here.
+  void close(const std::string& what);
+
+ private:
+  void reset();
+  hid_t id_ = H5I_INVALID_HID;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+/// Throws checkpoint_error("<what>: <HDF5's innermost messages>") and clears HDF5's error stack.
+[[noreturn]] void fail(const std::string& what);
+
+/// The file type of `t`: IEEE little-endian binary32/64, IEEE binary16, and bfloat16 as an HDF5
+/// user-defined float (sign 15, exponent 7..14, mantissa 0..6, bias 127): h5dump prints its
+/// values and h5py reads it into float32 exactly.
+handle file_type(dtype t);
+/// The same layout in the host's byte order, for reading and writing memory.
+handle memory_type(dtype t);
+/// "16-bit float (bf16 layout)", "64-bit integer", ...: what a dataset's type is, for messages.
+std::string describe_type(hid_t type);
+
+handle create_file(const std::string& path);
+handle open_file(const std::string& path);
+handle create_group(hid_t parent, const std::string& name);
+handle open_group(hid_t parent, const std::string& name, const std::string& path_for_messages);
+
+void write_attribute(hid_t object, const std::string& name, std::int64_t value);
+void write_attribute(hid_t object, const std::string& name, std::uint64_t value);
+void write_attribute(hid_t object, const std::string& name, double value);
+void write_attribute(hid_t object, const std::string& name, const std::string& value);
+std::int64_t read_int_attribute(hid_t object, const std::string& name, const std::string& where);
+std::uint64_t read_uint_attribute(hid_t object, const std::string& name, const std::string& where);
+double read_float_attribute(hid_t object, const std::string& name, const std::string& where);
+std::string read_string_attribute(hid_t object, const std::string& name, const std::string& where);
+
+/// A dataset of `shape` in type `t`, chunked with a Fletcher-32 checksum per chunk.
+void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
+                   const void* data);
+/// Reads dataset `name` into `out`, which holds exactly `shape` elements of `t`; a missing
+/// dataset, another type or shape, and a failed checksum each throw naming `where`.
+void read_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape, void* out,
+                  const std::string& where);
+
+}  // namespace kamp::detail::h5
+
+#endif

@@ -1,0 +1,412 @@
+// Checkpoints: bit-exact resume in every precision mode, atomic directory handling, and the
+// errors hostile files get (each generated here from a valid checkpoint).
+#include <kamp/model/checkpoint.hpp>
+#include <kamp/model/trainer.hpp>
+
+#include <catch2/catch.hpp>
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+kamp::gpt_config small_model(int d_model = 32) {
+  kamp::gpt_config c;
+  c.context = 16;
+  c.layers = 1;
+  c.heads = 2;
+  c.d_model = d_model;
+  c.mlp = 64;
+  return c;
+}
+
+kamp::train_options short_run(int steps) {
+  kamp::train_options o;
+  o.batch = 4;
+  o.steps = steps;
+  o.lr = 2e-3f;
+  o.warmup = 3;
+  o.seed = 11;
+  // A scale that overflows at first, then a short growth interval: the scaler's state and the
+  // attempt counter differ from the step counter at the save point.
+  o.scaler.init_scale = 1e36f;
+  o.scaler.growth_interval = 2;
+  return o;
+}
+
+const kamp::token_dataset& corpus() {
+  static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, small_model().context, "test corpus");
+  return data;
+}
+
+kamp::precision_policy policy(kamp::precision_mode mode, kamp::pure_bf16_update update = {}) {
+  kamp::precision_policy p;
+  p.mode = mode;
+  p.update = update;
+  return p;
+}
+
+// A fresh directory under the system's temporary directory, removed with its content.
+struct scratch_dir {
+  fs::path path;
+  explicit scratch_dir(const std::string& name)
+      : path(fs::temp_directory_path() / ("kamp-test-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch_dir() { fs::remove_all(path); }
+  std::string operator/(const std::string& file) const { return (path / file).string(); }
+};
+
+std::vector<double> train_until(kamp::trainer& t, std::int64_t steps) {
+  std::vector<double> losses;
+  while (t.steps_taken() < steps) losses.push_back(t.step().loss);
+  return losses;
+}
+
+void require_same_state(const kamp::training_state& a, const kamp::training_state& b) {
+  REQUIRE(a.steps_taken == b.steps_taken);
+  REQUIRE(a.attempts == b.attempts);
+  REQUIRE(std::memcmp(&a.scaler, &b.scaler, sizeof a.scaler) == 0);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+    INFO("tensor " << a.tensors[i].role);
+    REQUIRE(a.tensors[i].role == b.tensors[i].role);
+    REQUIRE(a.tensors[i].type == b.tensors[i].type);
+    REQUIRE(a.tensors[i].bytes == b.tensors[i].bytes);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("N steps equal N/2 steps, save, load into a new trainer, N/2 steps, bitwise, in every mode",
+          "[model][checkpoint]") {
+  const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
+                          policy(kamp::precision_mode::amp_fp16),
+                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::kahan),
+                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
+  INFO("mode " << kamp::name(p.mode) << " " << kamp::name(p.update));
+  const int n = 10;
+  const scratch_dir dir("resume");
+
+  kamp::trainer straight(small_model(), p, short_run(n), corpus());
+  const std::vector<double> straight_losses = train_until(straight, n);
+
+  kamp::trainer first_half(small_model(), p, short_run(n), corpus());
+  std::vector<double> losses = train_until(first_half, n / 2);
+  const kamp::training_state saved = first_half.state();
+  kamp::write_checkpoint(dir / "half.h5", saved);
+  const kamp::training_state loaded = kamp::read_checkpoint(dir / "half.h5");
+  require_same_state(saved, loaded);
+  if (p.mode == kamp::precision_mode::amp_fp16) REQUIRE(loaded.attempts > loaded.steps_taken);
+
+  kamp::trainer second_half(small_model(), p, short_run(n), corpus());
+  second_half.restore(loaded);
+  const std::vector<double> rest = train_until(second_half, n);
+  losses.insert(losses.end(), rest.begin(), rest.end());
+
+  REQUIRE(losses == straight_losses);
+  require_same_state(second_half.state(), straight.state());
+  REQUIRE(second_half.model_copy_bits() == straight.model_copy_bits());
+}
+
+TEST_CASE("the state layout names what each mode's trainer keeps", "[model][checkpoint]") {
+  const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
+                          policy(kamp::precision_mode::amp_fp16),
+                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::kahan),
+                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
+  const kamp::trainer t(small_model(), p, short_run(1), corpus());
+  const auto state = t.state();
+  const auto layout = kamp::state_layout(p);
+  REQUIRE(state.tensors.size() == layout.size());
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    REQUIRE(state.tensors[i].role == layout[i].first);
+    REQUIRE(state.tensors[i].type == layout[i].second);
+  }
+}
+
+TEST_CASE("a checkpoint directory keeps the newest K and removes leftovers of killed writes",
+          "[model][checkpoint]") {
+  const scratch_dir dir("directory");
+  const kamp::checkpoint_directory checkpoints((dir.path / "sub" / "dir").string(), 2);
+  REQUIRE(checkpoints.list().empty());
+  kamp::trainer t(small_model(), policy(kamp::precision_mode::amp_bf16), short_run(4), corpus());
+  std::ofstream(checkpoints.path() + "/step-00000099.h5.tmp") << "half written";
+  std::ofstream(checkpoints.path() + "/notes.txt") << "not a checkpoint";
+  for (int step = 1; step <= 4; ++step) {
+    train_until(t, step);
+    checkpoints.save(t.state());
+  }
+  const auto files = checkpoints.list();
+  REQUIRE(files.size() == 2);
+  CHECK(fs::path(files[0]).filename() == "step-00000004.h5");
+  CHECK(fs::path(files[1]).filename() == "step-00000003.h5");
+  CHECK_FALSE(fs::exists(checkpoints.path() + "/step-00000099.h5.tmp"));
+  CHECK(fs::exists(checkpoints.path() + "/notes.txt"));
+  REQUIRE(kamp::read_checkpoint(files[0]).steps_taken == 4);
+  CHECK_THROWS_WITH(kamp::checkpoint_directory(checkpoints.path() + "/notes.txt", 1),
+                    Catch::Contains("cannot create checkpoint directory"));
+  CHECK_THROWS_WITH(kamp::checkpoint_directory(dir / "x", 0), Catch::Contains("keep must be >= 1"));
+}
+
+namespace {
+
+// Edits of a valid checkpoint through HDF5's C API, as a buggy tool or a person might make them.
+struct h5_file {
+  hid_t id;
+  explicit h5_file(const std::string& path) : id(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)) {
+    REQUIRE(id >= 0);
+  }
+  ~h5_file() { H5Fclose(id); }
+};
+
+void remove_object(const std::string& path, const std::string& object) {
+  h5_file f(path);
+  REQUIRE(H5Ldelete(f.id, object.c_str(), H5P_DEFAULT) >= 0);
+}
+
+void set_attribute(const std::string& path, const std::string& object, const std::string& name, hid_t type,
+                   const void* value) {
+  h5_file f(path);
+  const hid_t o = H5Oopen(f.id, object.c_str(), H5P_DEFAULT);
+  REQUIRE(o >= 0);
+  H5Adelete(o, name.c_str());
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(o, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(H5Awrite(a, type, value) >= 0);
+  H5Aclose(a);
+  H5Sclose(space);
+  H5Oclose(o);
+}
+
+void set_int(const std::string& path, const std::string& object, const std::string& name, std::int64_t v) {
+  set_attribute(path, object, name, H5T_NATIVE_INT64, &v);
+}
+
+void set_string(const std::string& path, const std::string& object, const std::string& name, const std::string& v) {
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, v.size());
+  set_attribute(path, object, name, type, v.data());
+  H5Tclose(type);
+}
+
+// Replaces a dataset by one of `type` and `dims`, filled with `fill`.
+void replace_dataset(const std::string& path, const std::string& name, hid_t type, std::vector<hsize_t> dims,
+                     double fill) {
+  h5_file f(path);
+  REQUIRE(H5Ldelete(f.id, name.c_str(), H5P_DEFAULT) >= 0);
+  const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+  const hid_t set = H5Dcreate2(f.id, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t n = 1;
+  for (const auto d : dims) n *= d;
+  const std::vector<double> values(n, fill);
+  REQUIRE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
+  H5Dclose(set);
+  H5Sclose(space);
+}
+
+std::vector<char> bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// The file offset of the first chunk of a dataset: where its stored values begin.
+haddr_t data_offset(const std::string& path, const std::string& name) {
+  h5_file f(path);
+  const hid_t set = H5Dopen2(f.id, name.c_str(), H5P_DEFAULT);
+  const hid_t space = H5Dget_space(set);
+  haddr_t address = HADDR_UNDEF;
+  hsize_t size = 0;
+  REQUIRE(H5Dget_chunk_info(set, space, 0, nullptr, nullptr, &address, &size) >= 0);
+  H5Sclose(space);
+  H5Dclose(set);
+  return address;
+}
+
+struct hostile_case {
+  std::string name;
+  std::function<void(const std::string& file)> damage;
+  std::string expected;  // part of the error message
+};
+
+// Reads and restores as kamp-train does; returns the error message, or "" when both succeed.
+std::string load_error(const std::string& file, kamp::trainer& t) {
+  try {
+    t.restore(kamp::read_checkpoint(file));
+  } catch (const kamp::checkpoint_error& e) {
+    return e.what();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the trainer stays as it was",
+          "[model][checkpoint]") {
+  const scratch_dir dir("hostile");
+  const auto p = policy(kamp::precision_mode::amp_bf16);
+  kamp::trainer source(small_model(), p, short_run(6), corpus());
+  train_until(source, 2);
+  const std::string valid = dir / "valid.h5";
+  kamp::write_checkpoint(valid, source.state());
+  const std::vector<char> valid_bytes = bytes_of(valid);
+
+  // Valid checkpoints of another model size and another mode.
+  kamp::trainer wider(small_model(64), p, short_run(6), corpus());
+  kamp::write_checkpoint(dir / "wider.h5", wider.state());
+  kamp::trainer fp16(small_model(), policy(kamp::precision_mode::amp_fp16), short_run(6), corpus());
+  kamp::write_checkpoint(dir / "fp16.h5", fp16.state());
+  kamp::trainer kahan(small_model(), policy(kamp::precision_mode::pure_bf16), short_run(6), corpus());
+  kamp::write_checkpoint(dir / "kahan.h5", kahan.state());
+
+  const auto truncate_to = [&](double fraction) {
+    return [&, fraction](const std::string& f) {
+      write_bytes(f, std::vector<char>(valid_bytes.begin(), valid_bytes.begin() + std::ptrdiff_t(fraction * double(valid_bytes.size()))));
+    };
+  };
+  const auto copy_of = [&](const std::string& other) {
+    return [&, other](const std::string& f) { fs::copy_file(dir / other, f, fs::copy_options::overwrite_existing); };
+  };
+  const auto with_nan = [&](const std::string& role, std::size_t element) {
+    return [&, role, element](const std::string& f) {
+      kamp::training_state s = source.state();
+      for (auto& t : s.tensors)
+        if (t.role == role) {
+          const float nan = std::nanf("");
+          if (t.type == kamp::dtype::fp32) std::memcpy(t.bytes.data() + 4 * element, &nan, 4);
+          if (t.type != kamp::dtype::fp32) t.bytes[2 * element + 1] = char(0x7f), t.bytes[2 * element] = char(0xc1);
+        }
+      kamp::write_checkpoint(f, s);
+    };
+  };
+  const std::vector<hostile_case> cases{
+      {"empty file", [](const std::string& f) { std::ofstream{f}; }, "is not an HDF5 file"},
+      {"text file", [](const std::string& f) { std::ofstream(f) << "step = 5\n"; }, "is not an HDF5 file"},
+      {"random bytes",
+       [](const std::string& f) {
+         std::mt19937 g(7);
+         std::vector<char> b(8192);
+         for (auto& c : b) c = char(g());
+         write_bytes(f, b);
+       },
+       "is not an HDF5 file"},
+      {"truncated to 1 KiB", [&](const std::string& f) { write_bytes(f, {valid_bytes.begin(), valid_bytes.begin() + 1024}); },
+       "truncated"},
+      {"truncated to 10%", truncate_to(0.10), "truncated"},
+      {"truncated to 50%", truncate_to(0.50), "truncated"},
+      {"truncated to 90%", truncate_to(0.90), "truncated"},
+      {"last byte missing", [&](const std::string& f) { write_bytes(f, {valid_bytes.begin(), valid_bytes.end() - 1}); },
+       "truncated"},
+      {"newer format version", [](const std::string& f) { set_int(f, "/", "format_version", 2); },
+       "format version 2"},
+      {"not a kamp checkpoint", [](const std::string& f) { set_string(f, "/", "format", "my-trainer"); },
+       "not a kamp checkpoint"},
+      {"missing dataset", [](const std::string& f) { remove_object(f, "/master/h0.attn.qkv.weight"); },
+       "dataset /master/h0.attn.qkv.weight is missing"},
+      {"missing group", [](const std::string& f) { remove_object(f, "/moment2"); }, "group /moment2 is missing"},
+      {"missing config group", [](const std::string& f) { remove_object(f, "/config"); }, "group /config is missing"},
+      {"missing config attribute",
+       [](const std::string& f) { H5Adelete_by_name(h5_file(f).id, "/config", "d_model", H5P_DEFAULT); },
+       "/config: attribute 'd_model' is missing"},
+      {"missing step", [](const std::string& f) { H5Adelete(h5_file(f).id, "step"); },
+       "attribute 'step' is missing"},
+      {"wrong shape",
+       [](const std::string& f) { replace_dataset(f, "/master/wpe", H5T_IEEE_F32LE, {32, 16}, 0.0); },
+       "dataset /master/wpe has shape (32, 16), expected (16, 32)"},
+      {"wrong dtype: fp64 for fp32",
+       [](const std::string& f) { replace_dataset(f, "/master/wte", H5T_IEEE_F64LE, {256, 32}, 0.0); },
+       "dataset /master/wte is 64-bit float (fp64), expected 32-bit float (fp32)"},
+      {"wrong dtype: fp32 for bf16",
+       [](const std::string& f) { replace_dataset(f, "/model/wte", H5T_IEEE_F32LE, {256, 32}, 0.0); },
+       "dataset /model/wte is 32-bit float (fp32), expected 16-bit float (bf16)"},
+      {"wrong dtype: integers",
+       [](const std::string& f) { replace_dataset(f, "/moment1/lnf.bias", H5T_STD_I32LE, {32}, 0.0); },
+       "dataset /moment1/lnf.bias is 32-bit integer, expected 32-bit float (fp32)"},
+      {"attribute of the wrong type", [](const std::string& f) { set_string(f, "/config", "layers", "one"); },
+       "/config: attribute 'layers' is a string, expected one integer"},
+      {"invalid config", [](const std::string& f) { set_int(f, "/config", "heads", 3); },
+       "/config holds an invalid configuration"},
+      {"unknown precision mode", [](const std::string& f) { set_string(f, "/config", "mode", "fp8"); },
+       "/config holds an invalid configuration"},
+      {"another model size", copy_of("wider.h5"), "d_model 64, this run's has 32"},
+      {"another precision mode", copy_of("fp16.h5"), "precision mode amp_fp16, this run uses amp_bf16"},
+      {"pure bf16 state", copy_of("kahan.h5"), "precision mode pure_bf16"},
+      {"NaN in the master weights", with_nan("master", 40), "master/wte has 1 non-finite values"},
+      {"NaN in the bf16 model copy", with_nan("model", 8300), "model/wpe has 1 non-finite values"},
+      {"counters that disagree", [](const std::string& f) { set_int(f, "/", "attempts", 1); },
+       "inconsistent counters"},
+      {"impossible scaler state", [](const std::string& f) { set_int(f, "/loss_scaler", "hysteresis_left", 0); },
+       "inconsistent with these options"},
+      {"a flipped bit in a dataset",
+       [&](const std::string& f) {
+         const haddr_t at = data_offset(valid, "/master/h0.mlp.fc.weight");
+         std::vector<char> b = valid_bytes;
+         b[at + 100] ^= 0x10;
+         write_bytes(f, b);
+       },
+       "dataset /master/h0.mlp.fc.weight cannot be read: the file is damaged"},
+  };
+  REQUIRE(cases.size() >= 20);
+
+  kamp::trainer target(small_model(), p, short_run(6), corpus());
+  train_until(target, 1);
+  const kamp::training_state before = target.state();
+  for (const auto& c : cases) {
+    INFO("case: " << c.name);
+    const std::string file = dir / "hostile.h5";
+    write_bytes(file, valid_bytes);
+    c.damage(file);
+    const std::string error = load_error(file, target);
+    CHECK_THAT(error, Catch::Contains(c.expected));
+    require_same_state(target.state(), before);
+  }
+  // The undamaged file loads, so every error above came from its damage.
+  REQUIRE(load_error(valid, target).empty());
+  require_same_state(target.state(), source.state());
+}
+
+TEST_CASE("any flipped byte is detected or harmless: the checkpoint fails to load or loads identically",
+          "[model][checkpoint]") {
+  const scratch_dir dir("flips");
+  kamp::trainer source(small_model(), policy(kamp::precision_mode::amp_fp16), short_run(4), corpus());
+  train_until(source, 2);
+  const kamp::training_state saved = source.state();
+  const std::string valid = dir / "valid.h5";
+  kamp::write_checkpoint(valid, saved);
+  const std::vector<char> bytes = bytes_of(valid);
+  std::mt19937_64 g(2026);
+  int detected = 0;
+  const int trials = 60;
+  for (int trial = 0; trial < trials; ++trial) {
+    std::vector<char> damaged = bytes;
+    const std::size_t at = g() % damaged.size();
+    damaged[at] = char(damaged[at] ^ char(1 + g() % 255));
+    const std::string file = dir / "flipped.h5";
+    write_bytes(file, damaged);
+    try {
+      const kamp::training_state loaded = kamp::read_checkpoint(file);
+      INFO("byte " << at << " was changed and the file still loads: it must be unused padding");
+      require_same_state(loaded, saved);
+    } catch (const kamp::checkpoint_error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("flipped.h5"));
+      ++detected;
+    }
+  }
+  // Nearly all of the file is checksummed data and metadata.
+  CHECK(detected > trials * 3 / 4);
+}
