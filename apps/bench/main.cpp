@@ -1,6 +1,7 @@
 // kamp-bench: kamp's kernels measured against references run in the same process (STREAM
 // triad for bandwidth-bound kernels), printed as a table and written as JSON.
 #include "amp_kernels.hpp"
+#include "checkpoint.hpp"
 #include "gemm.hpp"
 #include "report.hpp"
 #include "train.hpp"
@@ -9,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -26,8 +28,11 @@ int main(int argc, char* argv[]) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "also write the results to this JSON file");
   int train_steps = 20;
-  app.add_option("--suite", suite, "which benchmarks: amp, gemm, train or all (default all)")
-      ->check(CLI::IsMember({"amp", "gemm", "train", "all"}));
+  app.add_option("--suite", suite, "which benchmarks: amp, gemm, train, checkpoint or all (default all)")
+      ->check(CLI::IsMember({"amp", "gemm", "train", "checkpoint", "all"}));
+  std::string checkpoint_dir = ".";
+  app.add_option("--checkpoint-dir", checkpoint_dir,
+                 "where the checkpoint benchmark writes its scratch files (default: the current directory)");
   app.add_option("--train-steps", train_steps, "timed training steps per precision mode (default 20)")
       ->check(CLI::Range(1, 10000));
   app.add_flag("--large", large, "also GEMM 2048^3 (slow with the portable kernel on few cores)");
@@ -53,6 +58,7 @@ int main(int argc, char* argv[]) {
   }
   if (suite == "gemm" || suite == "all") kamp::bench::gemm_kernels(out, repeat, large);
   if (suite == "train" || suite == "all") kamp::bench::training_steps(out, train_steps);
+  if (suite == "checkpoint" || suite == "all") kamp::bench::checkpoints(out, std::min(repeat, 5), checkpoint_dir);
 
   if (!json_path.empty()) {
     std::ofstream f(json_path);
