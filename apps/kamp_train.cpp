@@ -138,7 +138,7 @@ int train(run_settings& s, const std::string& run_config) {
               data.size(kamp::token_dataset::split::train), data.size(kamp::token_dataset::split::validation));
   std::printf("  Kokkos execution space: %s, concurrency %d\n", Kokkos::DefaultExecutionSpace::name(),
               Kokkos::DefaultExecutionSpace().concurrency());
-  const bool resumed = !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train).empty();
+  const bool resumed = !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train, s.policy).empty();
   std::fflush(stdout);
   if (trainer.steps_taken() >= s.train.steps) {
     std::printf("done: the checkpoint is at step %lld of --steps %d: nothing to train (raise --steps to go on)\n",

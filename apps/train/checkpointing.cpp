@@ -68,7 +68,8 @@ const char* stop_request::name(int signal) {
   }
 }
 
-std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now) {
+std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now,
+                   const precision_policy& policy) {
   const bool automatic = which == "auto";
   const std::vector<std::string> candidates = automatic ? dir.list() : std::vector<std::string>{which};
   if (candidates.empty()) {
@@ -82,7 +83,8 @@ std::string resume(trainer& t, const checkpoint_directory& dir, const std::strin
       t.restore(state);
       std::printf("  resumed from '%s': %lld steps taken (%lld attempted)\n", path.c_str(),
                   static_cast<long long>(state.steps_taken), static_cast<long long>(state.attempts));
-      const auto changed = option_differences(state.options, now);
+      auto changed = option_differences(state.options, now);
+      if (state.policy.fp32_layers != policy.fp32_layers) changed.push_back("fp32 layer overrides");
       for (const auto& c : changed) std::printf("  note: training option changed since the checkpoint: %s\n", c.c_str());
       if (!changed.empty())
         std::printf("  (with changed options the run is no longer bit-identical to an uninterrupted one)\n");

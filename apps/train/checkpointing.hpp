@@ -41,7 +41,9 @@ class stop_request {
 /// Loads into `t` the checkpoint `which` names: a file, or "auto" for the newest file in `dir`
 /// that loads (files that do not are reported and skipped). Returns the path loaded; empty when
 /// "auto" found no checkpoint at all. Throws when the named file, or every file, fails.
-std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now);
+/// Options that differ from the checkpoint's (training options, fp32 layer overrides) are printed.
+std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now,
+                   const precision_policy& policy);
 
 }  // namespace kamp::app
 

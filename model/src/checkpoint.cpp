@@ -180,17 +180,23 @@ training_state read_file(const std::string& path) {
   }
   read_scaler(h5::open_group(root, "loss_scaler", "/loss_scaler").get(), s.scaler);
   const tensor_table table = s.model.parameter_table();
-  for (const auto& [role, type] : state_layout(s.policy)) {
-    if (H5Lexists(root, role.c_str(), H5P_DEFAULT) <= 0)
-      throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
-                             name(type) + " " + role + " tensors");
-    h5::handle group = h5::open_group(root, role, "/" + role);
-    state_tensor t{role, type, std::vector<unsigned char>(table.flat_size() * size_of(type), 0)};
-    for (const auto& e : table.entries())
-      h5::read_dataset(group.get(), e.name, type, e.shape, t.bytes.data() + e.offset * size_of(type),
-                       "/" + role + "/" + e.name);
-    s.tensors.push_back(std::move(t));
-  }
+  const auto layout = state_layout(s.policy);
+  // Every dataset's type and shape first: a file whose /config claims a huge model is rejected
+  // before its tensors are allocated.
+  for (const bool read : {false, true})
+    for (const auto& [role, type] : layout) {
+      if (H5Lexists(root, role.c_str(), H5P_DEFAULT) <= 0)
+        throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
+                               name(type) + " " + role + " tensors");
+      h5::handle group = h5::open_group(root, role, "/" + role);
+      state_tensor t{role, type, std::vector<unsigned char>(read ? table.flat_size() * size_of(type) : 0, 0)};
+      for (const auto& e : table.entries()) {
+        const std::string where = "/" + role + "/" + e.name;
+        h5::handle set = h5::open_dataset(group.get(), e.name, type, e.shape, where);
+        if (read) h5::read_dataset(set, type, t.bytes.data() + e.offset * size_of(type), where);
+      }
+      if (read) s.tensors.push_back(std::move(t));
+    }
   return s;
 }
 
@@ -253,12 +259,13 @@ std::string checkpoint_directory::save(const training_state& state) const {
   write_checkpoint(path, state);
   // Only after the new checkpoint is durable do older ones and leftovers of killed writes go.
   const auto all = list();
-  for (std::size_t i = std::size_t(keep_); i < all.size(); ++i) fs::remove(all[i]);
+  std::error_code ignored;  // another process may have removed a file first
+  for (std::size_t i = std::size_t(keep_); i < all.size(); ++i) fs::remove(all[i], ignored);
   for (const auto& entry : fs::directory_iterator(path_)) {
     const std::string file = entry.path().filename().string();
     if (file.size() > 4 && file.compare(file.size() - 4, 4, ".tmp") == 0 &&
         std::regex_match(file.substr(0, file.size() - 4), checkpoint_name))
-      fs::remove(entry.path());
+      fs::remove(entry.path(), ignored);
   }
   return path;
 }

@@ -234,8 +234,8 @@ void write_dataset(hid_t parent, const std::string& name, dtype t, const std::ve
   write_attribute(set.get(), "dtype", std::string(kamp::name(t)));
 }
 
-void read_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape, void* out,
-                  const std::string& where) {
+handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
+                    const std::string& where) {
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0) throw checkpoint_error("dataset " + where + " is missing");
   handle set = checked(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + where);
   handle type = checked(H5Dget_type(set.get()), H5Tclose, where + ": reading its type");
@@ -254,6 +254,10 @@ void read_dataset(hid_t parent, const std::string& name, dtype t, const std::vec
     };
     throw checkpoint_error("dataset " + where + " has shape " + text(dims) + ", expected " + text(shape));
   }
+  return set;
+}
+
+void read_dataset(const handle& set, dtype t, void* out, const std::string& where) {
   check(H5Dread(set.get(), memory_type(t).get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
         "dataset " + where + " cannot be read: the file is damaged (checksum mismatch or truncated data)");
 }

@@ -63,10 +63,12 @@ std::string read_string_attribute(hid_t object, const std::string& name, const s
 /// A dataset of `shape` in type `t`, chunked with a Fletcher-32 checksum per chunk.
 void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                    const void* data);
-/// Reads dataset `name` into `out`, which holds exactly `shape` elements of `t`; a missing
-/// dataset, another type or shape, and a failed checksum each throw naming `where`.
-void read_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape, void* out,
-                  const std::string& where);
+/// Opens dataset `name` after checking it exists with element type `t` and `shape`; each
+/// problem throws naming `where`.
+handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
+                    const std::string& where);
+/// Reads a dataset opened by open_dataset into `out`; a failed checksum throws naming `where`.
+void read_dataset(const handle& set, dtype t, void* out, const std::string& where);
 
 }  // namespace kamp::detail::h5
 

@@ -2,6 +2,8 @@
 // bits beside them, for check_standard_readers.py to compare against h5py and h5dump.
 #include <kamp/model/checkpoint.hpp>
 
+#include "../support/gpt_shapes.hpp"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -34,12 +36,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string out = argv[1];
-  kamp::gpt_config model;
-  model.context = 16;
-  model.layers = 1;
-  model.heads = 2;
-  model.d_model = 64;
-  model.mlp = 256;
+  const kamp::gpt_config model = kamp::test::gpt_shape(16, 1, 2, 64, 256);
   const kamp::tensor_table table = model.parameter_table();
   if (table.parameter_count() < 65536) return 3;
   for (const auto mode : {kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16}) {

@@ -15,19 +15,13 @@
 
 #include <unistd.h>
 
+#include "../support/gpt_shapes.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-kamp::gpt_config small_model(int d_model = 32) {
-  kamp::gpt_config c;
-  c.context = 16;
-  c.layers = 1;
-  c.heads = 2;
-  c.d_model = d_model;
-  c.mlp = 64;
-  return c;
-}
+kamp::gpt_config small_model(int d_model = 32) { return kamp::test::gpt_shape(16, 1, 2, d_model, 64); }
 
 kamp::train_options short_run(int steps) {
   kamp::train_options o;
@@ -343,6 +337,12 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
        "/config holds an invalid configuration"},
       {"unknown precision mode", [](const std::string& f) { set_string(f, "/config", "mode", "fp8"); },
        "/config holds an invalid configuration"},
+      {"config claiming a huge model",
+       [](const std::string& f) {
+         set_int(f, "/config", "d_model", 65536);
+         set_int(f, "/config", "layers", 1000);
+       },
+       "dataset /model/wte has shape (256, 32), expected (256, 65536)"},
       {"another model size", copy_of("wider.h5"), "d_model 64, this run's has 32"},
       {"another precision mode", copy_of("fp16.h5"), "precision mode amp_fp16, this run uses amp_bf16"},
       {"pure bf16 state", copy_of("kahan.h5"), "precision mode pure_bf16"},

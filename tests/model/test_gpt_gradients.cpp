@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/finite_differences.hpp"
+#include "../support/gpt_shapes.hpp"
 
 #include <random>
 
@@ -27,12 +28,7 @@ std::vector<double> random_weights(const kamp::tensor_table& table, unsigned see
 }  // namespace
 
 TEST_CASE("the fp64 GPT's gradient of every tensor matches finite differences", "[model]") {
-  kamp::gpt_config config;
-  config.context = 8;
-  config.layers = 2;
-  config.heads = 2;
-  config.d_model = 16;
-  config.mlp = 32;
+  const kamp::gpt_config config = kamp::test::gpt_shape(8, 2, 2, 16, 32);
   kamp::precision_policy policy;
   policy.mode = kamp::precision_mode::fp32;
   const int batch = 2;

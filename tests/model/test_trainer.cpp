@@ -3,19 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/gpt_shapes.hpp"
+
 #include <cstring>
 
 namespace {
 
-kamp::gpt_config tiny_model() {
-  kamp::gpt_config c;
-  c.context = 32;
-  c.layers = 2;
-  c.heads = 2;
-  c.d_model = 64;
-  c.mlp = 256;
-  return c;
-}
+kamp::gpt_config tiny_model() { return kamp::test::gpt_shape(32, 2, 2, 64, 256); }
 
 kamp::train_options tiny_run(int steps) {
   kamp::train_options o;
