@@ -1,4 +1,7 @@
 // kamp-train: trains the GPT with kamp's kernels in the chosen precision mode.
+#include <kamp/model/doctor.hpp>
+#include <kamp/model/memory_tracker.hpp>
+#include <kamp/model/precision_rules.hpp>
 #include <kamp/model/trainer.hpp>
 
 #include <CLI/CLI.hpp>
@@ -7,7 +10,9 @@
 
 #include "train/checkpointing.hpp"
 #include "train/config_file.hpp"
+#include "train/loss_watch.hpp"
 #include "train/metrics.hpp"
+#include "train/model_options.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -21,13 +26,16 @@ namespace {
 
 struct run_settings {
   kamp::gpt_config model;
+  kamp::app::precision_options precision;
   kamp::precision_policy policy;
   kamp::train_options train;
-  std::string mode = "amp_bf16", pure_update = "kahan", data, metrics, summary;
+  std::string data, metrics, summary;
   double validation_fraction = 0.1;
   int eval_every = 50, eval_batches = 8, log_every = 10;
   std::string checkpoint_dir = "checkpoints", checkpoint_every = "0", resume;
   int keep_checkpoints = 3;
+  kamp::run_request request;
+  bool diagnose = false, overwrite_checkpoints = false;
 };
 
 void add_options(CLI::App& app, run_settings& s) {
@@ -37,21 +45,7 @@ void add_options(CLI::App& app, run_settings& s) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_config("--config", "", "Read options from a TOML file (key = value) or a JSON object; keys are the long "
                                  "option names below without dashes, e.g. steps = 500. Command-line options win.");
-  app.add_option("--mode", s.mode,
-                 "Precision: fp32 (all fp32), amp_bf16 (fp32 master weights, bf16 GEMMs; default), amp_fp16 "
-                 "(fp32 master, fp16 GEMMs, dynamic loss scaling), pure_bf16 (bf16 weights and moments, no master)")
-      ->check(CLI::IsMember({"fp32", "amp_bf16", "amp_fp16", "pure_bf16"}))
-      ->capture_default_str();
-  app.add_option("--pure-bf16-update", s.pure_update,
-                 "How pure_bf16 keeps updates smaller than half a bf16 ulp: kahan (compensation buffer) or "
-                 "stochastic (stochastic rounding)")
-      ->check(CLI::IsMember({"kahan", "stochastic"}))
-      ->capture_default_str();
-  app.add_option("--fp32-layers", s.policy.fp32_layers,
-                 "Layers whose GEMMs run in fp32 whatever the mode (autocast(enabled=False) around them): h<l>.attn, "
-                 "h<l>.mlp, lm_head")
-      ->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  kamp::app::add_precision_options(app, s.precision);
   app.add_option("--steps", s.train.steps, "Optimizer steps to take (skipped steps are retried)")->capture_default_str();
   app.add_option("--batch", s.train.batch, "Sequences per micro-batch")->capture_default_str();
   app.add_option("--micro-batches", s.train.micro_batches,
@@ -74,13 +68,7 @@ void add_options(CLI::App& app, run_settings& s) {
   app.add_option("--loss-scale-growth-interval", s.train.scaler.growth_interval,
                  "amp_fp16: clean steps before the loss scale doubles")
       ->capture_default_str();
-  app.add_option("--layers", s.model.layers, "Transformer blocks")->capture_default_str();
-  app.add_option("--heads", s.model.heads, "Attention heads per block")->capture_default_str();
-  app.add_option("--d-model", s.model.d_model, "Width of the residual stream (a multiple of heads)")
-      ->capture_default_str();
-  app.add_option("--mlp", s.model.mlp, "Hidden width of each MLP")->capture_default_str();
-  app.add_option("--context", s.model.context, "Tokens per sequence (byte-level tokens, vocabulary 256)")
-      ->capture_default_str();
+  kamp::app::add_model_options(app, s.model);
   app.add_option("--data", s.data, "Train on this text file (bytes are tokens); default: the built-in corpus");
   app.add_option("--validation-fraction", s.validation_fraction, "Tail of the text kept for validation")
       ->capture_default_str();
@@ -101,6 +89,22 @@ void add_options(CLI::App& app, run_settings& s) {
       ->capture_default_str();
   app.add_option("--keep-checkpoints", s.keep_checkpoints, "Newest checkpoints kept in --checkpoint-dir")
       ->capture_default_str();
+  app.add_option("--loss-scaling", s.request.loss_scaling,
+                 "amp_fp16's loss scaling: dynamic (PyTorch's GradScaler), static (fixed at --loss-scale) or off")
+      ->check(CLI::IsMember({"dynamic", "static", "off"}))
+      ->capture_default_str();
+  app.add_flag("--force-unscaled-fp16", s.request.force_unscaled_fp16,
+               "Run amp_fp16 with --loss-scaling off although small gradients then vanish");
+  app.add_option("--quantization", s.request.quantization,
+                 "Quantized weights (e.g. int8, 4bit): not supported by kamp, refused with the reason")
+      ->capture_default_str();
+  app.add_flag("--enable-fsdp", s.request.enable_fsdp,
+               "Shard the run across MPI ranks (the seed's enable_fsdp); checked against the precision mode");
+  app.add_flag("--diagnose", s.diagnose,
+               "Run the precision doctor on one observed step (after --resume, if given), print its report and "
+               "exit. It also runs by itself when the loss turns NaN or stops falling");
+  app.add_flag("--overwrite-checkpoints", s.overwrite_checkpoints,
+               "Start from step 0 in a --checkpoint-dir that holds checkpoints, deleting them");
   app.add_option("--resume", s.resume,
                  "Continue from a checkpoint file, or 'auto': the newest checkpoint in --checkpoint-dir that loads "
                  "(none yet: start at step 0)");
@@ -112,27 +116,73 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The precision rules, before anything is allocated: notes and warnings are printed, errors stop
+// the run (all of them reported at once).
+void check_precision_rules(const run_settings& s) {
+  std::string errors;
+  for (const auto& f : kamp::check_precision(s.policy, s.request, kamp::detect_hardware())) {
+    using level = kamp::precision_finding::level;
+    if (f.severity == level::error) {
+      errors += "\n  [" + f.rule + "] " + f.message;
+    } else {
+      std::printf("%s [%s] %s\n", f.severity == level::warning ? "warning:" : "note:", f.rule.c_str(),
+                  f.message.c_str());
+    }
+  }
+  if (!errors.empty()) throw std::invalid_argument("the precision configuration is refused:" + errors);
+}
+
+// Peak bytes by category, measured from Kokkos' allocations, beside kamp-plan's prediction.
+nlohmann::json print_memory(const kamp::memory_tracker& memory, const kamp::memory_plan& plan) {
+  const kamp::memory_plan peak = memory.peak();
+  nlohmann::json out;
+  std::printf("  memory, peak measured (Kokkos allocations) vs kamp-plan:");
+  const std::pair<const char*, double kamp::memory_plan::*> rows[] = {
+      {"parameters", &kamp::memory_plan::parameters}, {"gradients", &kamp::memory_plan::gradients},
+      {"master", &kamp::memory_plan::master},         {"optimizer", &kamp::memory_plan::optimizer},
+      {"activations", &kamp::memory_plan::activations}};
+  for (const auto& [name, field] : rows) {
+    const double measured = peak.*field, planned = plan.*field;
+    std::printf(" %s %.2f/%.2f MB;", name, measured / 1e6, planned / 1e6);
+    out[name] = {{"measured", measured}, {"planned", planned}};
+  }
+  std::printf(" all allocations at peak %.2f MB\n", memory.peak_total() / 1e6);
+  out["peak_total"] = memory.peak_total();
+  return out;
+}
+
 int train(run_settings& s, const std::string& run_config) {
-  s.policy.mode = kamp::parse_precision_mode(s.mode);
-  s.policy.update = kamp::parse_pure_bf16_update(s.pure_update);
+  s.policy = s.precision.policy();
   // Everything is validated before the model is allocated.
   s.model.validate();
   s.policy.validate(s.model);
+  kamp::apply_loss_scaling(s.request, s.train);
   s.train.validate();
+  check_precision_rules(s);
   if (s.eval_batches < 1) throw std::invalid_argument("--eval-batches must be >= 1");
   if (s.eval_every < 0 || s.log_every < 1) throw std::invalid_argument("--eval-every must be >= 0, --log-every >= 1");
   const auto every = kamp::app::checkpoint_interval::parse(s.checkpoint_every);
   const kamp::checkpoint_directory checkpoints(s.checkpoint_dir, s.keep_checkpoints);
+  // A new run must not mix its checkpoints with another run's: --resume auto would pick theirs.
+  if (s.resume.empty() && !checkpoints.list().empty()) {
+    if (!s.overwrite_checkpoints)
+      throw std::invalid_argument("--checkpoint-dir '" + s.checkpoint_dir + "' holds checkpoints of a run (newest " +
+                                  checkpoints.list().front() +
+                                  "): continue that run with --resume auto, start a new one in another "
+                                  "--checkpoint-dir, or delete them with --overwrite-checkpoints");
+    checkpoints.clear();
+  }
   const kamp::token_dataset data =
       s.data.empty() ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context,
                                            "built-in corpus")
                      : kamp::token_dataset::from_file(s.data, s.validation_fraction, s.model.context);
+  const kamp::memory_tracker memory;
   kamp::trainer trainer(s.model, s.policy, s.train, data);
   const auto& table = trainer.model().table();
   std::printf("kamp-train: GPT %d layers, %d heads, d_model %d, mlp %d, context %d: %zu parameters\n", s.model.layers,
               s.model.heads, s.model.d_model, s.model.mlp, s.model.context, table.parameter_count());
   std::printf("  mode %s%s; batch %d x %d micro-batches; %d steps; data: %s (%zu train / %zu validation bytes)\n",
-              s.mode.c_str(),
+              s.precision.mode.c_str(),
               s.policy.fp32_layers.empty() ? "" : (", fp32 layers: " + CLI::detail::join(s.policy.fp32_layers)).c_str(),
               s.train.batch, s.train.micro_batches, s.train.steps, data.source().c_str(),
               data.size(kamp::token_dataset::split::train), data.size(kamp::token_dataset::split::validation));
@@ -140,6 +190,10 @@ int train(run_settings& s, const std::string& run_config) {
               Kokkos::DefaultExecutionSpace().concurrency());
   const bool resumed = !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train, s.policy).empty();
   std::fflush(stdout);
+  if (s.diagnose) {
+    std::printf("%s", kamp::report(kamp::diagnose(trainer)).c_str());
+    return 0;
+  }
   if (trainer.steps_taken() >= s.train.steps) {
     std::printf("done: the checkpoint is at step %lld of --steps %d: nothing to train (raise --steps to go on)\n",
                 static_cast<long long>(trainer.steps_taken()), s.train.steps);
@@ -179,12 +233,22 @@ int train(run_settings& s, const std::string& run_config) {
   std::optional<double> validation;
   double first_loss = 0, seconds = 0;
   int skipped = 0, consecutive_skips = 0;
+  kamp::app::loss_watch watch;
   while (trainer.steps_taken() < s.train.steps && !stop.signal()) {
     const auto r = trainer.step();
     seconds += r.seconds;
     if (r.step == first_step) first_loss = r.loss;
     skipped += r.skipped;
     consecutive_skips = r.skipped ? consecutive_skips + 1 : 0;
+    if (r.skipped && skipped == 1 && !s.train.scaler.dynamic && s.policy.loss_scaling())
+      std::printf("\nwarning: the static loss scale %g overflowed at step %lld (the step was skipped): lower "
+                  "--loss-scale or use --loss-scaling dynamic\n",
+                  r.scale, static_cast<long long>(r.step));
+    if (const std::string why = watch.update(r); !why.empty()) {
+      bar.finish();
+      std::printf("%s: running the precision doctor\n%s", why.c_str(), kamp::report(kamp::diagnose(trainer)).c_str());
+      std::fflush(stdout);
+    }
     if (consecutive_skips == 50)
       throw std::runtime_error("50 consecutive steps had inf/NaN gradients: the model or the data produce non-finite "
                                "values. Try --mode amp_bf16 or fp32, a smaller --lr, or --fp32-layers");
@@ -218,10 +282,11 @@ int train(run_settings& s, const std::string& run_config) {
               median(rates));
   std::printf("  train loss %.4f (step %lld) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n", first_loss,
               static_cast<long long>(first_step), final_loss, tail, initial_validation, final_validation);
+  const nlohmann::json memory_use = print_memory(memory, kamp::plan_memory(s.model, s.policy, s.train.batch));
   if (!s.summary.empty()) {
     std::ofstream out(s.summary);
     if (!out) throw std::runtime_error("--summary: cannot open '" + s.summary + "' for writing");
-    out << nlohmann::json{{"mode", s.mode},
+    out << nlohmann::json{{"mode", s.precision.mode},
                           {"parameters", table.parameter_count()},
                           {"steps", s.train.steps},
                           {"skipped", skipped},
@@ -230,6 +295,7 @@ int train(run_settings& s, const std::string& run_config) {
                           {"initial_validation_loss", initial_validation},
                           {"final_validation_loss", final_validation},
                           {"median_tokens_per_s", median(rates)},
+                          {"memory_bytes", memory_use},
                           {"seconds", seconds}}
                .dump(2)
         << '\n';

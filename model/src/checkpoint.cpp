@@ -257,17 +257,30 @@ std::string checkpoint_directory::save(const training_state& state) const {
   std::snprintf(name, sizeof name, "step-%08lld.h5", static_cast<long long>(state.steps_taken));
   const std::string path = (fs::path(path_) / name).string();
   write_checkpoint(path, state);
-  // Only after the new checkpoint is durable do older ones and leftovers of killed writes go.
-  const auto all = list();
+  // Only after the new checkpoint is durable do older ones and leftovers of killed writes go;
+  // the new one stays even if files of higher steps are there.
+  auto all = list();
+  all.erase(std::remove(all.begin(), all.end(), path), all.end());
   std::error_code ignored;  // another process may have removed a file first
-  for (std::size_t i = std::size_t(keep_); i < all.size(); ++i) fs::remove(all[i], ignored);
+  for (std::size_t i = std::size_t(keep_ - 1); i < all.size(); ++i) fs::remove(all[i], ignored);
+  remove_leftovers();
+  return path;
+}
+
+void checkpoint_directory::remove_leftovers() const {
+  std::error_code ignored;
   for (const auto& entry : fs::directory_iterator(path_)) {
     const std::string file = entry.path().filename().string();
     if (file.size() > 4 && file.compare(file.size() - 4, 4, ".tmp") == 0 &&
         std::regex_match(file.substr(0, file.size() - 4), checkpoint_name))
       fs::remove(entry.path(), ignored);
   }
-  return path;
+}
+
+void checkpoint_directory::clear() const {
+  std::error_code ignored;
+  for (const auto& file : list()) fs::remove(file, ignored);
+  remove_leftovers();
 }
 
 }  // namespace kamp

@@ -71,39 +71,50 @@ gpt<Real>::gpt(const gpt_config& config, const precision_policy& policy, int bat
   if (batch < 1) throw std::invalid_argument("kamp::gpt: batch must be at least 1, got " + std::to_string(batch));
   const std::size_t n = std::size_t(batch) * config.context, c = config.d_model, t = config.context;
   const std::size_t scores = std::size_t(batch) * config.heads * t * t, w = sizeof(Real);
+  // Buffers a layer writes in its compute type take that type's width: bf16/fp16 layers halve
+  // them. Backward scratch is shared by all layers, so it takes the widest of them.
+  const auto width = [&](const std::string& layer) {
+    return visit_dtype<Real>(activation_dtype(layer), [](auto x) { return sizeof(x); });
+  };
+  std::size_t widest = width("lm_head");
+  for (const auto& layer : config.layer_names()) widest = std::max(widest, width(layer));
   const int norms = 2 * config.layers + 1;
   grads_ = Kokkos::View<Real*, memory_space>("kamp::gpt::grads", table_.flat_size());
   buf_ = std::make_unique<buffers>();
   auto& b = *buf_;
   const auto alloc = [](const std::string& label, std::size_t size) { return bytes(label, size); };
   for (int i = 0; i < norms; ++i) {
+    // LayerNorm i feeds h<i/2>.attn (even i), h<i/2>.mlp (odd i), or the head (the last).
+    const std::string consumer =
+        i == norms - 1 ? "lm_head" : layer_prefix(i / 2) + (i % 2 == 0 ? "attn" : "mlp");
     b.residual.push_back(alloc("kamp::gpt::residual", n * c * w));
     b.mean.emplace_back("kamp::gpt::ln_mean", n);
     b.rstd.emplace_back("kamp::gpt::ln_rstd", n);
-    b.ln_out.push_back(alloc("kamp::gpt::ln_out", n * c * w));
+    b.ln_out.push_back(alloc("kamp::gpt::ln_out", n * c * width(consumer)));
   }
   for (int l = 0; l < config.layers; ++l) {
-    b.qkv.push_back(alloc("kamp::gpt::qkv", 3 * n * c * w));
+    const std::size_t attn = width(layer_prefix(l) + "attn"), mlp = width(layer_prefix(l) + "mlp");
+    b.qkv.push_back(alloc("kamp::gpt::qkv", 3 * n * c * attn));
     b.probs.push_back(alloc("kamp::gpt::probs", scores * w));
-    b.probs_low.push_back(alloc("kamp::gpt::probs_low", scores * w));
-    b.atty.push_back(alloc("kamp::gpt::atty", n * c * w));
+    b.probs_low.push_back(alloc("kamp::gpt::probs_low", scores * attn));
+    b.atty.push_back(alloc("kamp::gpt::atty", n * c * attn));
     b.fc_pre.push_back(alloc("kamp::gpt::fc_pre", n * config.mlp * w));
-    b.fc_act.push_back(alloc("kamp::gpt::fc_act", n * config.mlp * w));
+    b.fc_act.push_back(alloc("kamp::gpt::fc_act", n * config.mlp * mlp));
   }
   b.logits = alloc("kamp::gpt::logits", n * config.vocab * w);
   b.losses = alloc("kamp::gpt::losses", n * w);
   b.tokens = Kokkos::View<int**, memory_space>("kamp::gpt::tokens", batch, t);
   b.targets = Kokkos::View<int*, memory_space>("kamp::gpt::targets", n);
   b.dresid = alloc("kamp::gpt::dresid", n * c * w);
-  b.dresid_low = alloc("kamp::gpt::dresid_low", n * c * w);
+  b.dresid_low = alloc("kamp::gpt::dresid_low", n * c * widest);
   b.dln = alloc("kamp::gpt::dln", n * c * w);
   b.dfc_act = alloc("kamp::gpt::dfc_act", n * config.mlp * w);
-  b.dfc_pre = alloc("kamp::gpt::dfc_pre", n * config.mlp * w);
-  b.datty = alloc("kamp::gpt::datty", n * c * w);
+  b.dfc_pre = alloc("kamp::gpt::dfc_pre", n * config.mlp * widest);
+  b.datty = alloc("kamp::gpt::datty", n * c * widest);
   b.dprobs = alloc("kamp::gpt::dprobs", scores * w);
-  b.dscores = alloc("kamp::gpt::dscores", scores * w);
-  b.dqkv = alloc("kamp::gpt::dqkv", 3 * n * c * w);
-  b.dlogits = alloc("kamp::gpt::dlogits", n * config.vocab * w);
+  b.dscores = alloc("kamp::gpt::dscores", scores * widest);
+  b.dqkv = alloc("kamp::gpt::dqkv", 3 * n * c * widest);
+  b.dlogits = alloc("kamp::gpt::dlogits", n * config.vocab * width("lm_head"));
   b.bias = alloc("kamp::gpt::bias", std::max<std::size_t>(3 * c, config.mlp) * w);
 }
 
@@ -304,8 +315,10 @@ void gpt<Real>::attention_forward(int l) {
   const auto x = as_matrix<const Real>(b.residual[2 * l], n, c);
   const auto ln = as_matrix<T>(b.ln_out[2 * l], n, c);
   layernorm_forward(ex, x, prm.vec(h + "ln1.weight"), prm.vec(h + "ln1.bias"), ln, b.mean[2 * l], b.rstd[2 * l]);
+  note(h + "ln1", false, ln.data(), n * c);
   const auto qkv = as_matrix<T>(b.qkv[l], n, 3 * c);
   linear(ln, w.mat(h + "attn.qkv.weight"), 0.0f, qkv, bias_of<Real>(prm, h + "attn.qkv.bias", b.bias));
+  note(h + "attn.qkv", false, qkv.data(), 3 * n * c);
 
   const float alpha = float(1.0 / std::sqrt(double(hd)));
   Real* probs = reinterpret_cast<Real*>(b.probs[l].data());
@@ -313,15 +326,18 @@ void gpt<Real>::attention_forward(int l) {
   for (int i = 0; i < heads; ++i)
     gemm_strided_batched(ex, op::none, op::transpose, alpha, head(qkv, batch, i * hd, hd),
                          head(qkv, batch, c + i * hd, hd), 0.0f, head_scores(probs, batch, heads, i, t));
+  note(h + "attn.scores", false, probs, rows * t);
   causal_softmax_forward(ex, matrix<Real>(probs, rows, t), matrix<T>(probs_low, rows, t));
   const auto atty = as_matrix<T>(b.atty[l], n, c);
   for (int i = 0; i < heads; ++i)
     gemm_strided_batched(ex, op::none, op::none, 1.0f, head_scores(probs_low, batch, heads, i, t),
                          head(qkv, batch, 2 * c + i * hd, hd), 0.0f, head(atty, batch, i * hd, hd));
 
+  note(h + "attn.values", false, atty.data(), n * c);
   const auto out = as_matrix<Real>(b.residual[2 * l + 1], n, c);
   Kokkos::deep_copy(ex, out, x);
   linear(atty, w.mat(h + "attn.proj.weight"), 1.0f, out, bias_of<Real>(prm, h + "attn.proj.bias", b.bias));
+  note(h + "attn.proj", false, out.data(), n * c);
 }
 
 template <class Real>
@@ -337,13 +353,17 @@ void gpt<Real>::mlp_forward(int l) {
   const auto ln = as_matrix<T>(b.ln_out[2 * l + 1], n, c);
   layernorm_forward(ex, x, prm.vec(h + "ln2.weight"), prm.vec(h + "ln2.bias"), ln, b.mean[2 * l + 1],
                     b.rstd[2 * l + 1]);
+  note(h + "ln2", false, ln.data(), n * c);
   const auto fc_pre = as_matrix<Real>(b.fc_pre[l], n, m);
   linear(ln, w.mat(h + "mlp.fc.weight"), 0.0f, fc_pre, bias_of<Real>(prm, h + "mlp.fc.bias", b.bias));
+  note(h + "mlp.fc", false, fc_pre.data(), n * m);
   const auto fc_act = as_matrix<T>(b.fc_act[l], n, m);
   gelu_forward(ex, as_vector<const Real>(b.fc_pre[l], n * m), as_vector<T>(b.fc_act[l], n * m));
+  note(h + "mlp.gelu", false, fc_act.data(), n * m);
   const auto out = as_matrix<Real>(b.residual[2 * l + 2], n, c);
   Kokkos::deep_copy(ex, out, x);
   linear(fc_act, w.mat(h + "mlp.proj.weight"), 1.0f, out, bias_of<Real>(prm, h + "mlp.proj.bias", b.bias));
+  note(h + "mlp.proj", false, out.data(), n * c);
 }
 
 template <class Real>
@@ -358,11 +378,15 @@ void gpt<Real>::head_forward(bool with_grad, double grad_scale, const scaler_vie
   const auto ln = as_matrix<T>(b.ln_out[last], n, c);
   layernorm_forward(ex, as_matrix<const Real>(b.residual[last], n, c), prm.vec("lnf.weight"), prm.vec("lnf.bias"), ln,
                     b.mean[last], b.rstd[last]);
+  note("lnf", false, ln.data(), n * c);
   const auto logits = as_matrix<Real>(b.logits, n, v);
   linear(ln, w.mat("wte"), 0.0f, logits, Kokkos::View<const Real*, memory_space>());
+  note("lm_head", false, logits.data(), n * v);
   const Kokkos::View<const int*, memory_space> targets = b.targets;
   cross_entropy(ex, matrix<const Real>(logits), targets, as_vector<Real>(b.losses, n),
                 with_grad ? as_matrix<T>(b.dlogits, n, v) : matrix<T>(), grad_scale / double(n), scaler);
+  note("loss", false, reinterpret_cast<const Real*>(b.losses.data()), n);
+  if (with_grad) note("loss", true, reinterpret_cast<const T*>(b.dlogits.data()), n * v);
 }
 
 template <class Real>
@@ -394,9 +418,11 @@ void gpt<Real>::head_backward() {
   const auto dlogits = as_matrix<T>(b.dlogits, n, v);
   const auto dln = as_matrix<Real>(b.dln, n, c);
   gemm(ex, op::none, op::none, 1.0f, dlogits, w.mat("wte"), 0.0f, dln);
+  note("lm_head", true, dln.data(), n * c);
   gemm(ex, op::transpose, op::none, 1.0f, dlogits, as_matrix<T>(b.ln_out[last], n, c), 1.0f, g.mat("wte"));
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[last], n, c), prm.vec("lnf.weight"), b.mean[last],
                      b.rstd[last], as_matrix<Real>(b.dresid, n, c), g.vec("lnf.weight"), g.vec("lnf.bias"));
+  note("lnf", true, reinterpret_cast<const Real*>(b.dresid.data()), n * c);
 }
 
 template <class Real>
@@ -414,14 +440,18 @@ void gpt<Real>::mlp_backward(int l) {
   const auto dfc_act = as_matrix<Real>(b.dfc_act, n, m);
   linear_backward(dy, w.mat(h + "mlp.proj.weight"), as_matrix<T>(b.fc_act[l], n, m), dfc_act,
                   g.mat(h + "mlp.proj.weight"), dresid, g.vec(h + "mlp.proj.bias"));
+  note(h + "mlp.proj", true, dfc_act.data(), n * m);
   const auto dfc_pre = as_matrix<T>(b.dfc_pre, n, m);
   gelu_backward(ex, as_vector<const Real>(b.dfc_act, n * m), as_vector<const Real>(b.fc_pre[l], n * m),
                 as_vector<T>(b.dfc_pre, n * m));
+  note(h + "mlp.gelu", true, dfc_pre.data(), n * m);
   const auto dln = as_matrix<Real>(b.dln, n, c);
   linear_backward(dfc_pre, w.mat(h + "mlp.fc.weight"), as_matrix<T>(b.ln_out[2 * l + 1], n, c), dln,
                   g.mat(h + "mlp.fc.weight"), dfc_pre, g.vec(h + "mlp.fc.bias"));
+  note(h + "mlp.fc", true, dln.data(), n * c);
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l + 1], n, c), prm.vec(h + "ln2.weight"),
                      b.mean[2 * l + 1], b.rstd[2 * l + 1], dresid, g.vec(h + "ln2.weight"), g.vec(h + "ln2.bias"));
+  note(h + "ln2", true, dresid.data(), n * c);
 }
 
 template <class Real>
@@ -440,6 +470,7 @@ void gpt<Real>::attention_backward(int l) {
   const auto datty = as_matrix<T>(b.datty, n, c);
   linear_backward(dy, w.mat(h + "attn.proj.weight"), as_matrix<T>(b.atty[l], n, c), datty,
                   g.mat(h + "attn.proj.weight"), dresid, g.vec(h + "attn.proj.bias"));
+  note(h + "attn.proj", true, datty.data(), n * c);
 
   const float alpha = float(1.0 / std::sqrt(double(hd)));
   const auto qkv = as_matrix<T>(b.qkv[l], n, 3 * c);
@@ -457,6 +488,7 @@ void gpt<Real>::attention_backward(int l) {
   }
   causal_softmax_backward(ex, matrix<Real>(probs, rows, t), matrix<Real>(dprobs, rows, t),
                           matrix<T>(dscores, rows, t));
+  note(h + "attn.scores", true, dscores, rows * t);
   for (int i = 0; i < heads; ++i) {
     const auto ds = head_scores(dscores, batch, heads, i, t);
     gemm_strided_batched(ex, op::none, op::none, alpha, ds, head(qkv, batch, c + i * hd, hd), 0.0f,
@@ -467,8 +499,10 @@ void gpt<Real>::attention_backward(int l) {
   const auto dln = as_matrix<Real>(b.dln, n, c);
   linear_backward(dqkv, w.mat(h + "attn.qkv.weight"), as_matrix<T>(b.ln_out[2 * l], n, c), dln,
                   g.mat(h + "attn.qkv.weight"), dqkv, g.vec(h + "attn.qkv.bias"));
+  note(h + "attn.qkv", true, dln.data(), n * c);
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l], n, c), prm.vec(h + "ln1.weight"),
                      b.mean[2 * l], b.rstd[2 * l], dresid, g.vec(h + "ln1.weight"), g.vec(h + "ln1.bias"));
+  note(h + "ln1", true, dresid.data(), n * c);
 }
 
 template <class Real>
@@ -485,6 +519,14 @@ std::vector<double> gpt<Real>::gemm_input(const std::string& layer) const {
     for (std::size_t i = 0; i < n; ++i) out[i] = load_as<double>(host.data() + i);
   });
   return out;
+}
+
+template <class Real>
+template <class T>
+void gpt<Real>::note(const std::string& op, bool backward, const T* data, std::size_t n) {
+  if (observations_ == nullptr) return;
+  const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(data, n);
+  observations_->push_back({op, backward, dtype_of<T>(), measure_range(execution_space(), x)});
 }
 
 template class gpt<float>;

@@ -33,6 +33,15 @@ std::vector<std::string> option_differences(const train_options& saved, const tr
   return out;
 }
 
+double element(const state_tensor& t, std::size_t i) {
+  return visit_dtype<float>(t.type, [&](auto zero) {
+    using T = decltype(zero);
+    T x;
+    std::memcpy(&x, t.bytes.data() + i * sizeof(T), sizeof(T));
+    return double(load_float(&x));
+  });
+}
+
 tensor_statistics statistics(const state_tensor& t, std::size_t offset, std::size_t count) {
   if (offset + count > t.size())
     throw std::out_of_range("kamp::statistics: elements [" + std::to_string(offset) + ", " +
@@ -42,21 +51,16 @@ tensor_statistics statistics(const state_tensor& t, std::size_t offset, std::siz
   s.min = std::numeric_limits<double>::infinity();
   s.max = -s.min;
   double sum = 0;
-  visit_dtype<float>(t.type, [&](auto zero) {
-    using T = decltype(zero);
-    for (std::size_t i = offset; i < offset + count; ++i) {
-      T x;
-      std::memcpy(&x, t.bytes.data() + i * sizeof(T), sizeof(T));
-      const double v = load_float(&x);
-      if (!std::isfinite(v)) {
-        ++s.non_finite;
-        continue;
-      }
-      s.min = std::min(s.min, v);
-      s.max = std::max(s.max, v);
-      sum += v;
+  for (std::size_t i = offset; i < offset + count; ++i) {
+    const double v = element(t, i);
+    if (!std::isfinite(v)) {
+      ++s.non_finite;
+      continue;
     }
-  });
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+    sum += v;
+  }
   const std::size_t finite = count - s.non_finite;
   if (finite == 0) s.min = s.max = std::numeric_limits<double>::quiet_NaN();
   s.mean = finite > 0 ? sum / double(finite) : std::numeric_limits<double>::quiet_NaN();

@@ -1,5 +1,9 @@
-# cmake -DCOMMAND="prog;arg;..." -DEXIT=<0|nonzero> -DMATCH=<regex> [-DFILE=<path> -DFILE_MATCH=<regex>] -P expect.cmake
+# cmake -DCOMMAND="prog;arg;..." -DEXIT=<0|nonzero> -DMATCH=<regex> [-DFILE=<path> -DFILE_MATCH=<regex>]
+#       [-DCLEAN=<directory removed first>] -P expect.cmake
 # Runs a command and checks its exit status and that its output (stdout + stderr) matches.
+if(DEFINED CLEAN)
+  file(REMOVE_RECURSE "${CLEAN}")
+endif()
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
 if(EXIT STREQUAL "0" AND NOT rc EQUAL 0)

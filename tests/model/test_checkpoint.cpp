@@ -16,8 +16,10 @@
 #include <unistd.h>
 
 #include "../support/gpt_shapes.hpp"
+#include "../support/training_states.hpp"
 
 namespace fs = std::filesystem;
+using kamp::test::require_same_state;
 
 namespace {
 
@@ -65,19 +67,6 @@ std::vector<double> train_until(kamp::trainer& t, std::int64_t steps) {
   std::vector<double> losses;
   while (t.steps_taken() < steps) losses.push_back(t.step().loss);
   return losses;
-}
-
-void require_same_state(const kamp::training_state& a, const kamp::training_state& b) {
-  REQUIRE(a.steps_taken == b.steps_taken);
-  REQUIRE(a.attempts == b.attempts);
-  REQUIRE(std::memcmp(&a.scaler, &b.scaler, sizeof a.scaler) == 0);
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
-    INFO("tensor " << a.tensors[i].role);
-    REQUIRE(a.tensors[i].role == b.tensors[i].role);
-    REQUIRE(a.tensors[i].type == b.tensors[i].type);
-    REQUIRE(a.tensors[i].bytes == b.tensors[i].bytes);
-  }
 }
 
 }  // namespace

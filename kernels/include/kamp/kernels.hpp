@@ -12,5 +12,6 @@
 #include <kamp/kernels/rounding_options.hpp>
 #include <kamp/kernels/sgd.hpp>
 #include <kamp/kernels/unscale_and_check.hpp>
+#include <kamp/kernels/value_range.hpp>
 
 #endif

@@ -42,9 +42,12 @@ class checkpoint_directory {
   std::string save(const training_state& state) const;
   /// The checkpoint files, newest (highest step) first.
   std::vector<std::string> list() const;
+  /// Deletes every checkpoint file of the directory (and leftovers of killed writes).
+  void clear() const;
   const std::string& path() const { return path_; }
 
  private:
+  void remove_leftovers() const;
   std::string path_;
   int keep_;
 };

@@ -3,6 +3,7 @@
 
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/nn/embedding.hpp>
+#include <kamp/kernels/value_range.hpp>
 #include <kamp/model/gpt_config.hpp>
 #include <kamp/model/precision_policy.hpp>
 #include <kamp/numeric/dtype.hpp>
@@ -14,6 +15,14 @@
 #include <vector>
 
 namespace kamp {
+
+/// \brief The range of one op's output in one pass: the precision doctor's evidence.
+struct op_observation {
+  std::string op;       ///< h<l>.attn.qkv, h<l>.mlp.gelu, lm_head, ... (the layer and its step)
+  bool backward;        ///< false: the forward output; true: the gradient the backward op produced
+  dtype stored;         ///< the dtype the output is stored in
+  value_range range;
+};
 
 /// \brief A flat weight buffer the model reads: its element type and device pointer.
 struct weights_ref {
@@ -59,6 +68,10 @@ class gpt {
   /// on the device when `scaler` is given). Returns the unscaled mean loss.
   double forward_backward(const int* tokens, const int* targets, double grad_scale, const scaler_view& scaler = {});
 
+  /// While `sink` is set, each op appends the range of its output to it, in execution order
+  /// (one reduction per op: for diagnosis, not for every step). nullptr stops it.
+  void observe(std::vector<op_observation>* sink) { observations_ = sink; }
+
   /// The dtype the named layer's GEMMs read their activations in (what the policy resolved).
   dtype activation_dtype(const std::string& layer) const;
   /// A copy of the input activations of the named layer's first GEMM from the last forward
@@ -85,6 +98,8 @@ class gpt {
   void head_backward();
   double run(const int* tokens, const int* targets, bool with_grad, double grad_scale, const scaler_view& scaler);
   dtype resolve(dtype t) const;
+  template <class T>
+  void note(const std::string& op, bool backward, const T* data, std::size_t n);
 
   gpt_config config_;
   precision_policy policy_;
@@ -94,6 +109,7 @@ class gpt {
   Kokkos::View<Real*, memory_space> grads_;
   std::unique_ptr<buffers> buf_;
   std::unique_ptr<token_rows<memory_space>> token_index_;
+  std::vector<op_observation>* observations_ = nullptr;
 };
 
 extern template class gpt<float>;

@@ -44,6 +44,7 @@ class trainer {
 
   gpt<float>& model() { return *model_; }
   const train_options& options() const { return options_; }
+  const precision_policy& policy() const { return policy_; }
   /// Optimizer steps taken so far (skipped attempts excluded): the LR schedule's position.
   std::int64_t steps_taken() const { return steps_taken_; }
   std::int64_t attempts() const { return attempts_; }

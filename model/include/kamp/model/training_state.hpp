@@ -65,6 +65,9 @@ std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& 
 /// (a resumed run continues bit-exactly only when there are none).
 std::vector<std::string> option_differences(const train_options& saved, const train_options& now);
 
+/// Element i of `t`, decoded exactly from its bits.
+double element(const state_tensor& t, std::size_t i);
+
 /// \brief Summary of some elements of a tensor; min, max and mean are over the finite values.
 struct tensor_statistics {
   double min = 0, max = 0, mean = 0;

@@ -1,0 +1,102 @@
+// kamp-plan: the memory a training run needs, by category, for a model shape or a parameter
+// count, a precision mode and a number of data-parallel shards.
+#include <kamp/model/memory_plan.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "train/model_options.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+std::string human(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return text;
+}
+
+nlohmann::json as_json(const kamp::memory_plan& p) {
+  return {{"parameters", p.parameters}, {"gradients", p.gradients}, {"master", p.master},
+          {"optimizer", p.optimizer},   {"activations", p.activations}, {"total", p.total()}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kamp-plan: bytes for parameters, gradients, master weights, optimizer state and activations of a "
+               "training run, per rank. Give a model shape (the kamp-train options) or --parameters N."};
+  kamp::gpt_config model;
+  kamp::app::precision_options precision;
+  double parameters = 0;
+  int batch = 16, shards = 1;
+  std::string split = "parameters";
+  bool json = false;
+  kamp::app::add_model_options(app, model);
+  kamp::app::add_precision_options(app, precision);
+  app.add_option("--parameters", parameters,
+                 "Plan the state of this many parameters (e.g. 70e9) instead of a model shape; no activations")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "Sequences per micro-batch (activations)")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  app.add_option("--shards", shards, "Data-parallel ranks sharing the state")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  app.add_option("--sharding", split,
+                 "What the shards split: optimizer (ZeRO-1: master + moments), gradients (ZeRO-2: + gradients), "
+                 "parameters (ZeRO-3/FSDP full shard: + the model copy), none")
+      ->check(CLI::IsMember({"none", "optimizer", "gradients", "parameters"}))
+      ->capture_default_str();
+  app.add_flag("--json", json, "Print JSON");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const kamp::precision_policy policy = precision.policy();
+    const kamp::sharding how = kamp::parse_sharding(split);
+    const double elements = parameters > 0 ? parameters : double(model.parameter_table().parameter_count());
+    const kamp::memory_plan plan = parameters > 0 ? kamp::plan_state(parameters, policy, shards, how)
+                                                  : kamp::plan_memory(model, policy, batch, shards, how);
+    const kamp::memory_plan whole = parameters > 0 ? kamp::plan_state(parameters, policy)
+                                                   : kamp::plan_memory(model, policy, batch);
+    const kamp::memory_plan per = kamp::bytes_per_parameter(policy);
+    if (json) {
+      std::cout << nlohmann::json{{"parameters", elements},    {"mode", precision.mode},
+                                  {"shards", shards},          {"sharding", split},
+                                  {"bytes_per_parameter", as_json(per)}, {"one_rank_of_all", as_json(plan)},
+                                  {"unsharded", as_json(whole)}}
+                       .dump(2)
+                << '\n';
+      return 0;
+    }
+    std::printf("kamp-plan: %.4g parameters, mode %s, %d shard%s (sharding: %s)\n", elements, precision.mode.c_str(),
+                shards, shards == 1 ? "" : "s", split.c_str());
+    std::printf("  %-12s %10s %12s %12s\n", "category", "bytes/param", "unsharded", "per rank");
+    const auto row = [&](const char* name, double bytes_per, double all, double one) {
+      std::printf("  %-12s %10s %12s %12s\n", name, bytes_per > 0 ? std::to_string(int(bytes_per)).c_str() : "-",
+                  human(all).c_str(), human(one).c_str());
+    };
+    row("parameters", per.parameters, whole.parameters, plan.parameters);
+    row("gradients", per.gradients, whole.gradients, plan.gradients);
+    row("master", per.master, whole.master, plan.master);
+    row("optimizer", per.optimizer, whole.optimizer, plan.optimizer);
+    if (parameters == 0) row("activations", 0, whole.activations, plan.activations);
+    row("total", per.total(), whole.total(), plan.total());
+    std::printf("  per parameter, by mode (parameters + fp32 gradients + master + optimizer):");
+    for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
+                            kamp::precision_mode::pure_bf16}) {
+      kamp::precision_policy p;
+      p.mode = mode;
+      const auto b = kamp::bytes_per_parameter(p);
+      std::printf(" %s %g+%g+%g+%g = %g;", kamp::name(mode), b.parameters, b.gradients, b.master, b.optimizer,
+                  b.total());
+    }
+    std::printf("\n");
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kamp-plan: error: %s\n", e.what());
+    return 1;
+  }
+}

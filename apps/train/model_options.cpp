@@ -1,0 +1,41 @@
+#include "model_options.hpp"
+
+namespace kamp::app {
+
+precision_policy precision_options::policy() const {
+  precision_policy p;
+  p.mode = parse_precision_mode(mode);
+  p.update = parse_pure_bf16_update(pure_update);
+  p.fp32_layers = fp32_layers;
+  return p;
+}
+
+void add_model_options(CLI::App& app, gpt_config& model) {
+  app.add_option("--layers", model.layers, "Transformer blocks")->capture_default_str();
+  app.add_option("--heads", model.heads, "Attention heads per block")->capture_default_str();
+  app.add_option("--d-model", model.d_model, "Width of the residual stream (a multiple of heads)")
+      ->capture_default_str();
+  app.add_option("--mlp", model.mlp, "Hidden width of each MLP")->capture_default_str();
+  app.add_option("--context", model.context, "Tokens per sequence (byte-level tokens, vocabulary 256)")
+      ->capture_default_str();
+}
+
+void add_precision_options(CLI::App& app, precision_options& precision) {
+  app.add_option("--mode", precision.mode,
+                 "Precision: fp32 (all fp32), amp_bf16 (fp32 master weights, bf16 GEMMs; default), amp_fp16 "
+                 "(fp32 master, fp16 GEMMs, dynamic loss scaling), pure_bf16 (bf16 weights and moments, no master)")
+      ->check(CLI::IsMember({"fp32", "amp_bf16", "amp_fp16", "pure_bf16"}))
+      ->capture_default_str();
+  app.add_option("--pure-bf16-update", precision.pure_update,
+                 "How pure_bf16 keeps updates smaller than half a bf16 ulp: kahan (compensation buffer) or "
+                 "stochastic (stochastic rounding)")
+      ->check(CLI::IsMember({"kahan", "stochastic"}))
+      ->capture_default_str();
+  app.add_option("--fp32-layers", precision.fp32_layers,
+                 "Layers whose GEMMs run in fp32 whatever the mode (autocast(enabled=False) around them): h<l>.attn, "
+                 "h<l>.mlp, lm_head")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+}  // namespace kamp::app

@@ -1,0 +1,28 @@
+#ifndef KAMP_APPS_TRAIN_MODEL_OPTIONS_HPP
+#define KAMP_APPS_TRAIN_MODEL_OPTIONS_HPP
+
+#include <kamp/model/gpt_config.hpp>
+#include <kamp/model/precision_policy.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace kamp::app {
+
+/// The precision options as given on the command line; `policy()` parses them.
+struct precision_options {
+  std::string mode = "amp_bf16", pure_update = "kahan";
+  std::vector<std::string> fp32_layers;
+
+  precision_policy policy() const;
+};
+
+/// --layers, --heads, --d-model, --mlp, --context: the same options in every kamp program.
+void add_model_options(CLI::App& app, gpt_config& model);
+/// --mode, --pure-bf16-update, --fp32-layers.
+void add_precision_options(CLI::App& app, precision_options& precision);
+
+}  // namespace kamp::app
+
+#endif

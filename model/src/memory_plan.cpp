@@ -1,0 +1,87 @@
+#include <kamp/model/memory_plan.hpp>
+#include <kamp/model/training_state.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kamp {
+
+const char* name(sharding s) {
+  switch (s) {
+    case sharding::none: return "none";
+    case sharding::optimizer: return "optimizer";
+    case sharding::gradients: return "gradients";
+    case sharding::parameters: return "parameters";
+  }
+  return "?";
+}
+
+sharding parse_sharding(const std::string& s) {
+  for (const auto x : {sharding::none, sharding::optimizer, sharding::gradients, sharding::parameters})
+    if (s == name(x)) return x;
+  throw std::invalid_argument("unknown sharding '" + s +
+                              "': use none, optimizer (ZeRO-1), gradients (ZeRO-2) or parameters (ZeRO-3/FSDP)");
+}
+
+memory_plan bytes_per_parameter(const precision_policy& policy) {
+  memory_plan b;
+  b.gradients = 4;
+  for (const auto& [role, type] : state_layout(policy)) {
+    const double bytes = double(size_of(type));
+    if (role == "model") {
+      b.parameters += bytes;
+    } else if (role == "master") {
+      b.master += bytes;
+    } else {
+      b.optimizer += bytes;
+    }
+  }
+  return b;
+}
+
+memory_plan plan_state(double elements, const precision_policy& policy, int shards, sharding split) {
+  if (shards < 1) throw std::invalid_argument("kamp::plan_state: shards must be >= 1, got " + std::to_string(shards));
+  const memory_plan per = bytes_per_parameter(policy);
+  const auto share = [&](double bytes, sharding from) {
+    return elements * bytes / (int(split) >= int(from) ? double(shards) : 1.0);
+  };
+  memory_plan p;
+  p.parameters = share(per.parameters, sharding::parameters);
+  p.gradients = share(per.gradients, sharding::gradients);
+  p.master = share(per.master, sharding::optimizer);
+  p.optimizer = share(per.optimizer, sharding::optimizer);
+  return p;
+}
+
+memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards,
+                        sharding split) {
+  model.validate();
+  policy.validate(model);
+  if (batch < 1) throw std::invalid_argument("kamp::plan_memory: batch must be >= 1, got " + std::to_string(batch));
+  memory_plan p = plan_state(double(model.parameter_table().flat_size()), policy, shards, split);
+  // Per micro-batch of n = batch x context positions (d = d_model, m = mlp, s = scores per
+  // layer = batch x heads x context^2): fp32 for the residual stream, LayerNorm statistics,
+  // attention probabilities, MLP pre-activations, logits and losses; each layer's compute
+  // type for the tensors its GEMMs read (LayerNorm outputs, qkv, 16-bit probabilities,
+  // attention output, GELU output); backward scratch once, in the widest compute type.
+  const double n = double(batch) * model.context, d = model.d_model, m = model.mlp, v = model.vocab;
+  const double s = double(batch) * model.heads * double(model.context) * model.context;
+  const auto width = [&](const std::string& layer) { return double(size_of(policy.compute(layer))); };
+  double widest = width("lm_head");
+  for (const auto& layer : model.layer_names()) widest = std::max(widest, width(layer));
+  double a = (2 * model.layers + 1) * (n * d * 4 + 2 * n * 4) + n * d * width("lm_head");
+  for (int l = 0; l < model.layers; ++l) {
+    const std::string h = "h" + std::to_string(l) + ".";
+    const double attn = width(h + "attn"), mlp = width(h + "mlp");
+    a += n * d * attn + 3 * n * d * attn + s * 4 + s * attn + n * d * attn;  // ln1, qkv, probs, atty
+    a += n * d * mlp + n * m * 4 + n * m * mlp;                              // ln2, fc_pre, fc_act
+  }
+  a += n * v * 4 + n * 4 + 2 * n * 4;                                        // logits, losses, tokens
+  a += n * d * (4 + widest + 4) + n * m * (4 + widest) + n * d * widest;     // dresid(_low), dln, dfc, datty
+  a += s * (4 + widest) + 3 * n * d * widest + n * v * width("lm_head");     // dprobs, dscores, dqkv, dlogits
+  a += std::max(3 * d, m) * 4;                                               // bias scratch
+  p.activations = a;
+  return p;
+}
+
+}  // namespace kamp

@@ -1,0 +1,132 @@
+#include <kamp/model/precision_rules.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace kamp {
+
+namespace {
+
+bool has_word(const std::string& list, const std::string& word) {
+  std::istringstream in(list);
+  std::string w;
+  while (in >> w)
+    if (w == word) return true;
+  return false;
+}
+
+std::string cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) return line.substr(line.find(':') + 1);
+  return "";
+}
+
+bool uses_bf16(const precision_policy& p) {
+  return p.mode == precision_mode::amp_bf16 || p.mode == precision_mode::pure_bf16;
+}
+
+}  // namespace
+
+hardware_report cpu_bf16_support(const std::string& flags) {
+  hardware_report h;
+  h.device = "CPU";
+  for (const char* flag : {"avx512_bf16", "amx_bf16", "bf16"})
+    if (has_word(flags, flag)) {
+      h.evidence = std::string("CPU flag ") + flag;
+      return h;
+    }
+  h.native_bf16 = false;
+  h.evidence = flags.empty() ? "no CPU feature list found (/proc/cpuinfo)"
+                             : "no avx512_bf16, amx_bf16 (x86) or bf16 (Arm) among the CPU's flags";
+  return h;
+}
+
+hardware_report detect_hardware() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Cuda>) {
+    cudaDeviceProp p;
+    int device = 0;
+    cudaGetDevice(&device);
+    cudaGetDeviceProperties(&p, device);
+    hardware_report h;
+    h.device = "CUDA device " + std::to_string(device) + ": " + p.name;
+    h.native_bf16 = p.major >= 8;
+    h.evidence = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) +
+                 (h.native_bf16 ? " (bf16 tensor cores from 8.0)" : " (bf16 tensor cores need 8.0 or newer)");
+    return h;
+  }
+#endif
+#if defined(KOKKOS_ENABLE_HIP)
+  if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Experimental::HIP>) {
+    hardware_report h;
+    h.device = "HIP device";
+    h.evidence = "AMD GPUs from MI100 (gfx908) compute bf16 in their matrix cores";
+    return h;
+  }
+#endif
+  return cpu_bf16_support(cpu_flags());
+}
+
+std::vector<precision_finding> check_precision(const precision_policy& policy, const run_request& request,
+                                               const hardware_report& hardware) {
+  using level = precision_finding::level;
+  std::vector<precision_finding> out;
+  const bool quantized = request.quantization != "none";
+  if (quantized && policy.mode == precision_mode::pure_bf16)
+    out.push_back({level::error, "pure-bf16-with-quantization",
+                   "pure_bf16 stores the parameters themselves in bf16, and quantized weights cannot be cast to bf16: "
+                   "llama-recipes casts the model to bf16 only when pure_bf16 is asked for and quantization is off. "
+                   "Drop --quantization, or use --mode amp_bf16"});
+  else if (quantized)
+    out.push_back({level::error, "quantization-unsupported",
+                   "--quantization " + request.quantization +
+                       ": kamp trains full- and mixed-precision models only, not quantized ones. Remove the option"});
+  if (policy.mode == precision_mode::pure_bf16 && !quantized)
+    out.push_back({level::note, "bf16-parameters",
+                   std::string("parameters are stored in bf16 without fp32 master weights: pure_bf16 is requested "
+                               "and no quantization is configured (the llama-recipes condition)") +
+                       (request.enable_fsdp ? "; with sharding, each rank keeps its shard in bf16 (llama-recipes "
+                                              "casts before sharding and turns FSDP's mixed precision off)"
+                                            : "")});
+  if (request.enable_fsdp)
+    out.push_back({level::note, "sharding-single-process",
+                   "enable_fsdp: kamp shards master weights and optimizer state across MPI ranks; this process runs "
+                   "alone, so nothing is sharded"});
+  if (request.loss_scaling != "dynamic" && request.loss_scaling != "static" && request.loss_scaling != "off")
+    out.push_back({level::error, "loss-scaling-unknown",
+                   "--loss-scaling " + request.loss_scaling + ": use dynamic, static or off"});
+  if (policy.mode == precision_mode::amp_fp16 && request.loss_scaling == "off")
+    out.push_back({request.force_unscaled_fp16 ? level::warning : level::error, "fp16-needs-loss-scaling",
+                   std::string("amp_fp16 without loss scaling: gradient values below 6e-8 (fp16's smallest "
+                               "subnormal) become zero and those weights stop learning, silently") +
+                       (request.force_unscaled_fp16 ? " (forced with --force-unscaled-fp16)"
+                                                    : ". Use --loss-scaling dynamic (the default) or static, or "
+                                                      "--force-unscaled-fp16 if you know the gradients stay in "
+                                                      "range")});
+  if (policy.mode != precision_mode::amp_fp16 && request.loss_scaling != "dynamic")
+    out.push_back({level::note, "loss-scaling-fp16-only",
+                   "--loss-scaling applies to amp_fp16 only; " + std::string(name(policy.mode)) +
+                       " needs none (bf16 and fp32 share fp32's exponent range)"});
+  if (uses_bf16(policy) && !hardware.native_bf16)
+    out.push_back({level::warning, "bf16-emulated",
+                   std::string(name(policy.mode)) + " computes in bf16, but " + hardware.device +
+                       " has no native bf16 (" + hardware.evidence +
+                       "): bf16 runs emulated, often slower than fp32. Consider --mode fp32 on this machine, or "
+                       "amp_fp16 on a GPU with fp16 tensor cores"});
+  return out;
+}
+
+void apply_loss_scaling(const run_request& request, train_options& options) {
+  if (request.loss_scaling == "static") options.scaler.dynamic = false;
+  if (request.loss_scaling == "off") {
+    options.scaler.dynamic = false;
+    options.scaler.init_scale = 1.0f;
+  }
+}
+
+}  // namespace kamp

@@ -1,0 +1,107 @@
+// The precision rules: the llama-recipes guard, quantization, fp16 without loss scaling, and
+// bf16 on hardware without it; each rule triggered and each message checked.
+#include <kamp/model/precision_rules.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+namespace {
+
+using level = kamp::precision_finding::level;
+
+kamp::precision_policy mode(kamp::precision_mode m) {
+  kamp::precision_policy p;
+  p.mode = m;
+  return p;
+}
+
+const kamp::hardware_report native = kamp::cpu_bf16_support("fpu sse2 avx2 avx512f avx512_bf16");
+
+const kamp::precision_finding* find(const std::vector<kamp::precision_finding>& f, const std::string& rule) {
+  const auto it = std::find_if(f.begin(), f.end(), [&](const auto& x) { return x.rule == rule; });
+  return it == f.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 parameters only for pure_bf16 without quantization (the llama-recipes guard)", "[model][rules]") {
+  kamp::run_request request;
+  request.quantization = "int8";
+  const auto refused = kamp::check_precision(mode(kamp::precision_mode::pure_bf16), request, native);
+  const auto* f = find(refused, "pure-bf16-with-quantization");
+  REQUIRE(f != nullptr);
+  CHECK(f->severity == level::error);
+  CHECK_THAT(f->message, Catch::Contains("llama-recipes") && Catch::Contains("quantization is off"));
+  CHECK(find(refused, "bf16-parameters") == nullptr);
+
+  request.quantization = "none";
+  const auto accepted = kamp::check_precision(mode(kamp::precision_mode::pure_bf16), request, native);
+  REQUIRE(find(accepted, "bf16-parameters") != nullptr);
+  CHECK(find(accepted, "bf16-parameters")->severity == level::note);
+  CHECK(std::none_of(accepted.begin(), accepted.end(), [](const auto& x) { return x.severity == level::error; }));
+
+  request.enable_fsdp = true;
+  const auto sharded = kamp::check_precision(mode(kamp::precision_mode::pure_bf16), request, native);
+  CHECK_THAT(find(sharded, "bf16-parameters")->message, Catch::Contains("each rank keeps its shard in bf16"));
+  REQUIRE(find(sharded, "sharding-single-process") != nullptr);
+  CHECK(std::none_of(sharded.begin(), sharded.end(), [](const auto& x) { return x.severity == level::error; }));
+
+  // AMP keeps fp32 master weights: no bf16-parameter note.
+  CHECK(find(kamp::check_precision(mode(kamp::precision_mode::amp_bf16), {}, native), "bf16-parameters") == nullptr);
+}
+
+TEST_CASE("quantization alone is refused as unsupported", "[model][rules]") {
+  kamp::run_request request;
+  request.quantization = "4bit";
+  for (const auto m : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16}) {
+    const auto f = kamp::check_precision(mode(m), request, native);
+    REQUIRE(find(f, "quantization-unsupported") != nullptr);
+    CHECK(find(f, "quantization-unsupported")->severity == level::error);
+    CHECK_THAT(find(f, "quantization-unsupported")->message, Catch::Contains("--quantization 4bit"));
+  }
+}
+
+TEST_CASE("amp_fp16 without a loss scaler is refused unless forced", "[model][rules]") {
+  kamp::run_request request;
+  request.loss_scaling = "off";
+  const auto refused = kamp::check_precision(mode(kamp::precision_mode::amp_fp16), request, native);
+  REQUIRE(find(refused, "fp16-needs-loss-scaling") != nullptr);
+  CHECK(find(refused, "fp16-needs-loss-scaling")->severity == level::error);
+  CHECK_THAT(find(refused, "fp16-needs-loss-scaling")->message, Catch::Contains("--force-unscaled-fp16"));
+  request.force_unscaled_fp16 = true;
+  const auto forced = kamp::check_precision(mode(kamp::precision_mode::amp_fp16), request, native);
+  CHECK(find(forced, "fp16-needs-loss-scaling")->severity == level::warning);
+  request.loss_scaling = "static";
+  CHECK(find(kamp::check_precision(mode(kamp::precision_mode::amp_fp16), request, native),
+             "fp16-needs-loss-scaling") == nullptr);
+  // Other modes need no scaler; asking for one is explained, not refused.
+  CHECK(find(kamp::check_precision(mode(kamp::precision_mode::amp_bf16), request, native), "loss-scaling-fp16-only")
+            ->severity == level::note);
+
+  kamp::train_options o;
+  kamp::apply_loss_scaling(request, o);
+  CHECK_FALSE(o.scaler.dynamic);
+  CHECK(o.scaler.init_scale == 65536.0f);
+  request.loss_scaling = "off";
+  kamp::apply_loss_scaling(request, o);
+  CHECK(o.scaler.init_scale == 1.0f);
+}
+
+TEST_CASE("bf16 without native hardware support is a warning naming what was detected", "[model][rules]") {
+  const auto x86_old = kamp::cpu_bf16_support("fpu sse2 avx2 fma avx512f");
+  CHECK_FALSE(x86_old.native_bf16);
+  CHECK(kamp::cpu_bf16_support("fp asimd bf16 i8mm").native_bf16);
+  CHECK(kamp::cpu_bf16_support("fpu amx_bf16 amx_tile").native_bf16);
+  CHECK(native.native_bf16);
+  CHECK(native.evidence == "CPU flag avx512_bf16");
+  for (const auto m : {kamp::precision_mode::amp_bf16, kamp::precision_mode::pure_bf16}) {
+    const auto f = kamp::check_precision(mode(m), {}, x86_old);
+    REQUIRE(find(f, "bf16-emulated") != nullptr);
+    CHECK(find(f, "bf16-emulated")->severity == level::warning);
+    CHECK_THAT(find(f, "bf16-emulated")->message, Catch::Contains("avx512_bf16") && Catch::Contains("emulated"));
+    CHECK(find(kamp::check_precision(mode(m), {}, native), "bf16-emulated") == nullptr);
+  }
+  CHECK(find(kamp::check_precision(mode(kamp::precision_mode::fp32), {}, x86_old), "bf16-emulated") == nullptr);
+  CHECK_FALSE(kamp::detect_hardware().device.empty());
+}
