@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build and test kamp on an NVIDIA GPU machine that cannot download anything.
 #   tools/gpu-check.sh --prepare   (here, with network) copy what the GPU machine lacks into ./carry:
-#                                  the extracted Kokkos 3.4.01 sources and the header-only libraries the
-#                                  tests and benchmarks use (Catch2, CLI11, nlohmann-json) from Debian
+#                                  the extracted Kokkos 3.4.01 sources, the header-only libraries the
+#                                  tests and benchmarks use (Catch2, CLI11, nlohmann-json) and Debian's
+#                                  serial HDF5 (headers, libhdf5 and its szip/aec libraries)
 #   tools/gpu-check.sh             (on the GPU machine) build Kokkos for CUDA (+OpenMP), build kamp,
 #                                  run the whole test suite, the main job and kamp-bench on the GPU
-# The GPU machine needs nvcc (CUDA_HOME, default /usr/local/cuda), CMake >= 3.16, ninja and a C++17 host compiler.
+# The GPU machine needs nvcc (CUDA_HOME, default /usr/local/cuda), CMake >= 3.19, ninja and a C++17 host compiler.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 carry="$here/carry"
@@ -18,6 +19,13 @@ if [ "${1:-}" = --prepare ]; then
   cp -r /usr/include/catch2 /usr/include/CLI /usr/include/nlohmann "$carry/deps/include/"
   cp -r /usr/lib/cmake/Catch2 "$carry/deps/lib/cmake/"
   cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$carry/deps/share/cmake/"
+  mkdir -p "$carry/deps/hdf5/include" "$carry/deps/hdf5/lib"
+  cp -r /usr/include/hdf5/serial/. "$carry/deps/hdf5/include/"
+  multiarch=/usr/lib/$(gcc -print-multiarch)
+  cp -L "$multiarch/hdf5/serial/libhdf5.so" "$carry/deps/hdf5/lib/"
+  for lib in "$multiarch"/libhdf5_serial.so.* "$multiarch"/libsz.so.* "$multiarch"/libaec.so.*; do
+    [ -e "$lib" ] && cp -L "$lib" "$carry/deps/hdf5/lib/"
+  done
   du -sh "$carry"
   exit 0
 fi
@@ -32,6 +40,8 @@ prefix=$(cat "$KAMP_CACHE_DIR/kokkos-cuda.prefix")
 echo "== Kokkos built after $(( $(date +%s) - t0 )) s"
 
 build="$carry/build-cuda"
+# HDF5 from the carried copy unless the machine has its own (h5cc on PATH).
+command -v h5cc >/dev/null || export HDF5_ROOT="$carry/deps/hdf5" LD_LIBRARY_PATH="$carry/deps/hdf5/lib:${LD_LIBRARY_PATH:-}"
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" \
   -DKokkos_ROOT="$prefix" -DCMAKE_PREFIX_PATH="$carry/deps" >"$build.log" 2>&1 || { tail -n 30 "$build.log"; exit 1; }
 cmake --build "$build" -j "$KAMP_JOBS" >>"$build.log" 2>&1 || { grep -A4 error "$build.log" | head -n 60; exit 1; }
@@ -40,6 +50,8 @@ echo "== kamp built after $(( $(date +%s) - t0 )) s"
 export OMP_PROC_BIND=spread OMP_PLACES=threads
 (cd "$build" && ctest --output-on-failure) | tee "$build/ctest.log"
 echo "== tests done after $(( $(date +%s) - t0 )) s"
-"$build/apps/kamp-train" --summary "${OUT:-$carry}/kamp-train-cuda.json"
+"$build/apps/kamp-train" --summary "${OUT:-$carry}/kamp-train-cuda.json" --checkpoint-dir "$build/checkpoints" \
+  --overwrite-checkpoints
+"$build/apps/kamp-inspect" "$build/checkpoints/step-00000200.h5" | head -n 4
 "$build/apps/kamp-bench" --json "${OUT:-$carry}/kamp-bench-cuda.json"
 echo "== gpu-check done after $(( $(date +%s) - t0 )) s"
