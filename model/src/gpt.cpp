@@ -315,10 +315,10 @@ void gpt<Real>::attention_forward(int l) {
   const auto x = as_matrix<const Real>(b.residual[2 * l], n, c);
   const auto ln = as_matrix<T>(b.ln_out[2 * l], n, c);
   layernorm_forward(ex, x, prm.vec(h + "ln1.weight"), prm.vec(h + "ln1.bias"), ln, b.mean[2 * l], b.rstd[2 * l]);
-  note(h + "ln1", false, ln.data(), n * c);
+  note(h, "ln1", false, ln.data(), n * c);
   const auto qkv = as_matrix<T>(b.qkv[l], n, 3 * c);
   linear(ln, w.mat(h + "attn.qkv.weight"), 0.0f, qkv, bias_of<Real>(prm, h + "attn.qkv.bias", b.bias));
-  note(h + "attn.qkv", false, qkv.data(), 3 * n * c);
+  note(h, "attn.qkv", false, qkv.data(), 3 * n * c);
 
   const float alpha = float(1.0 / std::sqrt(double(hd)));
   Real* probs = reinterpret_cast<Real*>(b.probs[l].data());
@@ -326,18 +326,18 @@ void gpt<Real>::attention_forward(int l) {
   for (int i = 0; i < heads; ++i)
     gemm_strided_batched(ex, op::none, op::transpose, alpha, head(qkv, batch, i * hd, hd),
                          head(qkv, batch, c + i * hd, hd), 0.0f, head_scores(probs, batch, heads, i, t));
-  note(h + "attn.scores", false, probs, rows * t);
+  note(h, "attn.scores", false, probs, rows * t);
   causal_softmax_forward(ex, matrix<Real>(probs, rows, t), matrix<T>(probs_low, rows, t));
   const auto atty = as_matrix<T>(b.atty[l], n, c);
   for (int i = 0; i < heads; ++i)
     gemm_strided_batched(ex, op::none, op::none, 1.0f, head_scores(probs_low, batch, heads, i, t),
                          head(qkv, batch, 2 * c + i * hd, hd), 0.0f, head(atty, batch, i * hd, hd));
 
-  note(h + "attn.values", false, atty.data(), n * c);
+  note(h, "attn.values", false, atty.data(), n * c);
   const auto out = as_matrix<Real>(b.residual[2 * l + 1], n, c);
   Kokkos::deep_copy(ex, out, x);
   linear(atty, w.mat(h + "attn.proj.weight"), 1.0f, out, bias_of<Real>(prm, h + "attn.proj.bias", b.bias));
-  note(h + "attn.proj", false, out.data(), n * c);
+  note(h, "attn.proj", false, out.data(), n * c);
 }
 
 template <class Real>
@@ -353,17 +353,17 @@ void gpt<Real>::mlp_forward(int l) {
   const auto ln = as_matrix<T>(b.ln_out[2 * l + 1], n, c);
   layernorm_forward(ex, x, prm.vec(h + "ln2.weight"), prm.vec(h + "ln2.bias"), ln, b.mean[2 * l + 1],
                     b.rstd[2 * l + 1]);
-  note(h + "ln2", false, ln.data(), n * c);
+  note(h, "ln2", false, ln.data(), n * c);
   const auto fc_pre = as_matrix<Real>(b.fc_pre[l], n, m);
   linear(ln, w.mat(h + "mlp.fc.weight"), 0.0f, fc_pre, bias_of<Real>(prm, h + "mlp.fc.bias", b.bias));
-  note(h + "mlp.fc", false, fc_pre.data(), n * m);
+  note(h, "mlp.fc", false, fc_pre.data(), n * m);
   const auto fc_act = as_matrix<T>(b.fc_act[l], n, m);
   gelu_forward(ex, as_vector<const Real>(b.fc_pre[l], n * m), as_vector<T>(b.fc_act[l], n * m));
-  note(h + "mlp.gelu", false, fc_act.data(), n * m);
+  note(h, "mlp.gelu", false, fc_act.data(), n * m);
   const auto out = as_matrix<Real>(b.residual[2 * l + 2], n, c);
   Kokkos::deep_copy(ex, out, x);
   linear(fc_act, w.mat(h + "mlp.proj.weight"), 1.0f, out, bias_of<Real>(prm, h + "mlp.proj.bias", b.bias));
-  note(h + "mlp.proj", false, out.data(), n * c);
+  note(h, "mlp.proj", false, out.data(), n * c);
 }
 
 template <class Real>
@@ -378,15 +378,15 @@ void gpt<Real>::head_forward(bool with_grad, double grad_scale, const scaler_vie
   const auto ln = as_matrix<T>(b.ln_out[last], n, c);
   layernorm_forward(ex, as_matrix<const Real>(b.residual[last], n, c), prm.vec("lnf.weight"), prm.vec("lnf.bias"), ln,
                     b.mean[last], b.rstd[last]);
-  note("lnf", false, ln.data(), n * c);
+  note({}, "lnf", false, ln.data(), n * c);
   const auto logits = as_matrix<Real>(b.logits, n, v);
   linear(ln, w.mat("wte"), 0.0f, logits, Kokkos::View<const Real*, memory_space>());
-  note("lm_head", false, logits.data(), n * v);
+  note({}, "lm_head", false, logits.data(), n * v);
   const Kokkos::View<const int*, memory_space> targets = b.targets;
   cross_entropy(ex, matrix<const Real>(logits), targets, as_vector<Real>(b.losses, n),
                 with_grad ? as_matrix<T>(b.dlogits, n, v) : matrix<T>(), grad_scale / double(n), scaler);
-  note("loss", false, reinterpret_cast<const Real*>(b.losses.data()), n);
-  if (with_grad) note("loss", true, reinterpret_cast<const T*>(b.dlogits.data()), n * v);
+  note({}, "loss", false, reinterpret_cast<const Real*>(b.losses.data()), n);
+  if (with_grad) note({}, "loss", true, reinterpret_cast<const T*>(b.dlogits.data()), n * v);
 }
 
 template <class Real>
@@ -418,11 +418,11 @@ void gpt<Real>::head_backward() {
   const auto dlogits = as_matrix<T>(b.dlogits, n, v);
   const auto dln = as_matrix<Real>(b.dln, n, c);
   gemm(ex, op::none, op::none, 1.0f, dlogits, w.mat("wte"), 0.0f, dln);
-  note("lm_head", true, dln.data(), n * c);
+  note({}, "lm_head", true, dln.data(), n * c);
   gemm(ex, op::transpose, op::none, 1.0f, dlogits, as_matrix<T>(b.ln_out[last], n, c), 1.0f, g.mat("wte"));
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[last], n, c), prm.vec("lnf.weight"), b.mean[last],
                      b.rstd[last], as_matrix<Real>(b.dresid, n, c), g.vec("lnf.weight"), g.vec("lnf.bias"));
-  note("lnf", true, reinterpret_cast<const Real*>(b.dresid.data()), n * c);
+  note({}, "lnf", true, reinterpret_cast<const Real*>(b.dresid.data()), n * c);
 }
 
 template <class Real>
@@ -440,18 +440,18 @@ void gpt<Real>::mlp_backward(int l) {
   const auto dfc_act = as_matrix<Real>(b.dfc_act, n, m);
   linear_backward(dy, w.mat(h + "mlp.proj.weight"), as_matrix<T>(b.fc_act[l], n, m), dfc_act,
                   g.mat(h + "mlp.proj.weight"), dresid, g.vec(h + "mlp.proj.bias"));
-  note(h + "mlp.proj", true, dfc_act.data(), n * m);
+  note(h, "mlp.proj", true, dfc_act.data(), n * m);
   const auto dfc_pre = as_matrix<T>(b.dfc_pre, n, m);
   gelu_backward(ex, as_vector<const Real>(b.dfc_act, n * m), as_vector<const Real>(b.fc_pre[l], n * m),
                 as_vector<T>(b.dfc_pre, n * m));
-  note(h + "mlp.gelu", true, dfc_pre.data(), n * m);
+  note(h, "mlp.gelu", true, dfc_pre.data(), n * m);
   const auto dln = as_matrix<Real>(b.dln, n, c);
   linear_backward(dfc_pre, w.mat(h + "mlp.fc.weight"), as_matrix<T>(b.ln_out[2 * l + 1], n, c), dln,
                   g.mat(h + "mlp.fc.weight"), dfc_pre, g.vec(h + "mlp.fc.bias"));
-  note(h + "mlp.fc", true, dln.data(), n * c);
+  note(h, "mlp.fc", true, dln.data(), n * c);
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l + 1], n, c), prm.vec(h + "ln2.weight"),
                      b.mean[2 * l + 1], b.rstd[2 * l + 1], dresid, g.vec(h + "ln2.weight"), g.vec(h + "ln2.bias"));
-  note(h + "ln2", true, dresid.data(), n * c);
+  note(h, "ln2", true, dresid.data(), n * c);
 }
 
 template <class Real>
@@ -470,7 +470,7 @@ void gpt<Real>::attention_backward(int l) {
   const auto datty = as_matrix<T>(b.datty, n, c);
   linear_backward(dy, w.mat(h + "attn.proj.weight"), as_matrix<T>(b.atty[l], n, c), datty,
                   g.mat(h + "attn.proj.weight"), dresid, g.vec(h + "attn.proj.bias"));
-  note(h + "attn.proj", true, datty.data(), n * c);
+  note(h, "attn.proj", true, datty.data(), n * c);
 
   const float alpha = float(1.0 / std::sqrt(double(hd)));
   const auto qkv = as_matrix<T>(b.qkv[l], n, 3 * c);
@@ -488,7 +488,7 @@ void gpt<Real>::attention_backward(int l) {
   }
   causal_softmax_backward(ex, matrix<Real>(probs, rows, t), matrix<Real>(dprobs, rows, t),
                           matrix<T>(dscores, rows, t));
-  note(h + "attn.scores", true, dscores, rows * t);
+  note(h, "attn.scores", true, dscores, rows * t);
   for (int i = 0; i < heads; ++i) {
     const auto ds = head_scores(dscores, batch, heads, i, t);
     gemm_strided_batched(ex, op::none, op::none, alpha, ds, head(qkv, batch, c + i * hd, hd), 0.0f,
@@ -499,10 +499,10 @@ void gpt<Real>::attention_backward(int l) {
   const auto dln = as_matrix<Real>(b.dln, n, c);
   linear_backward(dqkv, w.mat(h + "attn.qkv.weight"), as_matrix<T>(b.ln_out[2 * l], n, c), dln,
                   g.mat(h + "attn.qkv.weight"), dqkv, g.vec(h + "attn.qkv.bias"));
-  note(h + "attn.qkv", true, dln.data(), n * c);
+  note(h, "attn.qkv", true, dln.data(), n * c);
   layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l], n, c), prm.vec(h + "ln1.weight"),
                      b.mean[2 * l], b.rstd[2 * l], dresid, g.vec(h + "ln1.weight"), g.vec(h + "ln1.bias"));
-  note(h + "ln1", true, dresid.data(), n * c);
+  note(h, "ln1", true, dresid.data(), n * c);
 }
 
 template <class Real>
@@ -523,10 +523,10 @@ std::vector<double> gpt<Real>::gemm_input(const std::string& layer) const {
 
 template <class Real>
 template <class T>
-void gpt<Real>::note(const std::string& op, bool backward, const T* data, std::size_t n) {
-  if (observations_ == nullptr) return;
+void gpt<Real>::note(const std::string& block, const char* op, bool backward, const T* data, std::size_t n) {
+  if (observations_ == nullptr) return;  // the training step pays nothing, not even the name
   const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(data, n);
-  observations_->push_back({op, backward, dtype_of<T>(), measure_range(execution_space(), x)});
+  observations_->push_back({block + op, backward, dtype_of<T>(), measure_range(execution_space(), x)});
 }
 
 template class gpt<float>;

@@ -98,8 +98,9 @@ class gpt {
   void head_backward();
   double run(const int* tokens, const int* targets, bool with_grad, double grad_scale, const scaler_view& scaler);
   dtype resolve(dtype t) const;
+  /// Records the range of an op's output as "<block><op>" (block: "h<l>." or empty for the head).
   template <class T>
-  void note(const std::string& op, bool backward, const T* data, std::size_t n);
+  void note(const std::string& block, const char* op, bool backward, const T* data, std::size_t n);
 
   gpt_config config_;
   precision_policy policy_;
