@@ -20,6 +20,10 @@ if(HDF5_VERSION VERSION_LESS 1.10)
 endif()
 message(STATUS "kamp: HDF5 ${HDF5_VERSION}: ${HDF5_INCLUDE_DIRS}")
 
+# Data-parallel training (kamp::dist) uses MPI's C API; kamp::model's headers include mpi.h.
+find_package(MPI REQUIRED COMPONENTS C)
+message(STATUS "kamp: MPI ${MPI_C_VERSION}: ${MPIEXEC_EXECUTABLE}")
+
 # Vendor GEMM paths ("TPLs"), each found automatically and switchable off; without them the
 # portable kernel runs. AUTO: use when found; ON: required; OFF: never.
 function(kamp_optional_dependency name package)

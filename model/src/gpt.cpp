@@ -64,7 +64,7 @@ struct gpt<Real>::buffers {
 
 template <class Real>
 gpt<Real>::gpt(const gpt_config& config, const precision_policy& policy, int batch)
-    : config_(config), policy_(policy), table_(config.parameter_table()), batch_(batch) {
+    : config_(config), policy_(policy), table_(config.parameter_table()), exact_table_(table_), batch_(batch) {
   policy_.validate(config_);
   if (std::is_same_v<Real, double> && policy_.mode != precision_mode::fp32)
     throw std::invalid_argument("kamp::gpt<double> is the fp64 reference; it runs the fp32 policy only");
@@ -134,6 +134,35 @@ void gpt<Real>::bind_weights(weights_ref exact, weights_ref copy) {
                                 " copy, got " + name(exact.type) + " and " + name(copy.type));
   exact_ = exact;
   copy_ = copy;
+  exact_table_ = table_;
+}
+
+template <class Real>
+void gpt<Real>::bind_weights(weights_ref exact, const tensor_table& exact_layout, weights_ref copy) {
+  const tensor_table needed = exactly_read_parameters(config_, policy_);
+  for (const auto& e : needed.entries()) {
+    const auto found = std::find_if(exact_layout.entries().begin(), exact_layout.entries().end(),
+                                    [&](const tensor_table::entry& x) { return x.name == e.name; });
+    if (found == exact_layout.entries().end() || found->shape != e.shape)
+      throw std::invalid_argument("kamp::gpt::bind_weights: the exact weights' layout lacks " + e.name +
+                                  " (or gives it another shape); it must hold exactly_read_parameters()");
+  }
+  bind_weights(exact, copy);
+  exact_table_ = exact_layout;
+}
+
+tensor_table exactly_read_parameters(const gpt_config& config, const precision_policy& policy) {
+  const tensor_table all = config.parameter_table();
+  tensor_table out;
+  for (const auto& e : all.entries()) {
+    // GEMM weight matrices are h<l>.attn.* and h<l>.mlp.* weights; wte is also the embedding.
+    const std::string layer = e.name.substr(0, e.name.find('.', e.name.find('.') + 1));
+    const bool gemm_weight = (layer.find(".attn") != std::string::npos || layer.find(".mlp") != std::string::npos) &&
+                             e.name.compare(e.name.size() - 7, 7, ".weight") == 0;
+    if (gemm_weight && policy.compute(layer) != dtype::fp32) continue;
+    out.add(e.name, e.shape);
+  }
+  return out;
 }
 
 template <class Real>
@@ -178,9 +207,13 @@ namespace {
 // The GEMM weights of a layer computing in T: the low-precision copy, or, for a layer kept in
 // the exact precision (an fp32 override, or the fp32 mode), the exact weights themselves.
 template <class Real, class P, class T>
-auto gemm_weights(const tensor_table& table, weights_ref exact, weights_ref copy) {
+auto gemm_weights(const tensor_table& table, const tensor_table& exact_table, weights_ref exact, weights_ref copy) {
   using W = std::conditional_t<std::is_same_v<T, Real>, P, T>;
-  return parameter_views<W>{table, static_cast<const W*>(std::is_same_v<T, Real> ? exact.data : copy.data)};
+  if constexpr (std::is_same_v<T, Real>) {
+    return parameter_views<W>{exact_table, static_cast<const W*>(exact.data)};
+  } else {
+    return parameter_views<W>{table, static_cast<const W*>(copy.data)};
+  }
 }
 
 // A Linear layer whose weight is (out, in): C = A W^T + bias (+ beta C).
@@ -289,7 +322,7 @@ template <class Real>
 template <class P>
 void gpt<Real>::forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
   const std::size_t n = std::size_t(batch_) * config_.context;
-  const parameter_views<P> prm{table_, static_cast<const P*>(exact_.data)};
+  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
   const Kokkos::View<const int**, memory_space> tokens = buf_->tokens;
   embedding_forward(execution_space(), tokens, prm.mat("wte"), prm.mat("wpe"),
                     as_matrix<Real>(buf_->residual[0], n, config_.d_model));
@@ -310,8 +343,8 @@ void gpt<Real>::attention_forward(int l) {
   const int batch = batch_, t = config_.context, c = config_.d_model, heads = config_.heads, hd = c / heads;
   const std::size_t n = std::size_t(batch) * t, rows = std::size_t(batch) * heads * t;
   const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{table_, static_cast<const P*>(exact_.data)};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_, copy_);
+  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
+  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
   const auto x = as_matrix<const Real>(b.residual[2 * l], n, c);
   const auto ln = as_matrix<T>(b.ln_out[2 * l], n, c);
   layernorm_forward(ex, x, prm.vec(h + "ln1.weight"), prm.vec(h + "ln1.bias"), ln, b.mean[2 * l], b.rstd[2 * l]);
@@ -347,8 +380,8 @@ void gpt<Real>::mlp_forward(int l) {
   auto& b = *buf_;
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, m = config_.mlp;
   const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{table_, static_cast<const P*>(exact_.data)};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_, copy_);
+  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
+  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
   const auto x = as_matrix<const Real>(b.residual[2 * l + 1], n, c);
   const auto ln = as_matrix<T>(b.ln_out[2 * l + 1], n, c);
   layernorm_forward(ex, x, prm.vec(h + "ln2.weight"), prm.vec(h + "ln2.bias"), ln, b.mean[2 * l + 1],
@@ -373,8 +406,8 @@ void gpt<Real>::head_forward(bool with_grad, double grad_scale, const scaler_vie
   auto& b = *buf_;
   const int last = 2 * config_.layers;
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, v = config_.vocab;
-  const parameter_views<P> prm{table_, static_cast<const P*>(exact_.data)};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_, copy_);
+  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
+  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
   const auto ln = as_matrix<T>(b.ln_out[last], n, c);
   layernorm_forward(ex, as_matrix<const Real>(b.residual[last], n, c), prm.vec("lnf.weight"), prm.vec("lnf.bias"), ln,
                     b.mean[last], b.rstd[last]);
@@ -412,9 +445,9 @@ void gpt<Real>::head_backward() {
   auto& b = *buf_;
   const int last = 2 * config_.layers;
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, v = config_.vocab;
-  const parameter_views<P> prm{table_, static_cast<const P*>(exact_.data)};
+  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
   const gradient_views<Real> g{table_, grads_.data()};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_, copy_);
+  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
   const auto dlogits = as_matrix<T>(b.dlogits, n, v);
   const auto dln = as_matrix<Real>(b.dln, n, c);
   gemm(ex, op::none, op::none, 1.0f, dlogits, w.mat("wte"), 0.0f, dln);
@@ -432,9 +465,9 @@ void gpt<Real>::mlp_backward(int l) {
   auto& b = *buf_;
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, m = config_.mlp;
   const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{table_, static_cast<const P*>(exact_.data)};
+  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
   const gradient_views<Real> g{table_, grads_.data()};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_, copy_);
+  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
   const auto dresid = as_matrix<Real>(b.dresid, n, c);
   const auto dy = in_compute_type<T>(dresid, b.dresid_low);
   const auto dfc_act = as_matrix<Real>(b.dfc_act, n, m);
@@ -462,9 +495,9 @@ void gpt<Real>::attention_backward(int l) {
   const int batch = batch_, t = config_.context, c = config_.d_model, heads = config_.heads, hd = c / heads;
   const std::size_t n = std::size_t(batch) * t, rows = std::size_t(batch) * heads * t;
   const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{table_, static_cast<const P*>(exact_.data)};
+  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
   const gradient_views<Real> g{table_, grads_.data()};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_, copy_);
+  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
   const auto dresid = as_matrix<Real>(b.dresid, n, c);
   const auto dy = in_compute_type<T>(dresid, b.dresid_low);
   const auto datty = as_matrix<T>(b.datty, n, c);

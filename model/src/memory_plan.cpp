@@ -1,3 +1,4 @@
+#include <kamp/model/gpt.hpp>
 #include <kamp/model/memory_plan.hpp>
 #include <kamp/model/training_state.hpp>
 
@@ -58,7 +59,14 @@ memory_plan plan_memory(const gpt_config& model, const precision_policy& policy,
   model.validate();
   policy.validate(model);
   if (batch < 1) throw std::invalid_argument("kamp::plan_memory: batch must be >= 1, got " + std::to_string(batch));
-  memory_plan p = plan_state(double(model.parameter_table().flat_size()), policy, shards, split);
+  const double elements = double(model.parameter_table().flat_size());
+  memory_plan p = plan_state(elements, policy, shards, split);
+  if (shards > 1 && split == sharding::optimizer) {
+    // What kamp's data parallelism adds: the reduce-scatter's fp32 gradient shard and, with
+    // fp32 master weights, the fp32 values the model reads exactly, gathered from the shards.
+    p.gradients += elements * 4 / shards;
+    if (policy.has_master()) p.master += double(exactly_read_parameters(model, policy).flat_size()) * 4;
+  }
   // Per micro-batch of n = batch x context positions (d = d_model, m = mlp, s = scores per
   // layer = batch x heads x context^2): fp32 for the residual stream, LayerNorm statistics,
   // attention probabilities, MLP pre-activations, logits and losses; each layer's compute

@@ -64,11 +64,13 @@ struct optimizer_slot {
   virtual weights_ref copy() const = 0;
   virtual void step(const Kokkos::View<const float*, memory_space>& grads, const gradient_control<memory_space>& c,
                     float lr) = 0;
+  /// The master shard, or (no master) the whole model copy widened.
   virtual std::vector<float> exact_weights() const = 0;
   virtual std::vector<std::uint32_t> copy_bits() const = 0;
-  /// The optimizer's tensors in state_layout's order.
+  /// The optimizer's tensors in state_layout's order: the whole model copy, then this rank's
+  /// shard of the others.
   virtual std::vector<state_tensor> state() const = 0;
-  /// Loads tensors the trainer has checked against state_layout, and the optimizer's step count.
+  /// Loads tensors sized like state()'s (checked by the trainer), and the optimizer's step count.
   virtual void restore(const std::vector<state_tensor>& tensors, std::int64_t steps) = 0;
 };
 
@@ -89,16 +91,25 @@ void load(const state_tensor& t, const Kokkos::View<T*, memory_space>& v) {
 
 template <class Model, class Moment>
 struct adamw_slot final : optimizer_slot {
+  std::size_t first;  ///< the shard [first, first + opt.size()) of the flat buffers this rank updates
   fused_optimizer<adamw_rule, Model, float, Moment, memory_space> opt;
   Kokkos::View<Model*, memory_space> model;
 
-  adamw_slot(const std::vector<float>& initial, const adamw_options& hyper, weight_update update,
-             rounding_options rounding)
-      : opt(initial.size(), hyper, update, rounding), model("kamp::trainer::model_copy", initial.size()) {
+  adamw_slot(const std::vector<float>& initial, std::pair<std::size_t, std::size_t> shard, const adamw_options& hyper,
+             weight_update update, rounding_options rounding)
+      : first(shard.first),
+        opt(shard.second - shard.first, hyper, update, rounding),
+        model("kamp::trainer::model_copy", initial.size()) {
     Kokkos::View<float*, memory_space> w("kamp::trainer::initial", initial.size());
     Kokkos::deep_copy(w, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(initial.data(),
                                                                                                   initial.size()));
-    opt.initialize(execution_space(), w, model);
+    // Every rank rounds the whole model copy from the same initial weights: nothing to gather.
+    const execution_space ex;
+    cast(ex, model, w);
+    opt.initialize(ex, Kokkos::subview(w, shard), model_shard());
+  }
+  Kokkos::View<Model*, memory_space> model_shard() const {
+    return Kokkos::subview(model, std::make_pair(first, first + opt.size()));
   }
   weights_ref exact() const override {
     return opt.master().extent(0) > 0 ? weights_ref{dtype::fp32, opt.master().data()}
@@ -107,10 +118,10 @@ struct adamw_slot final : optimizer_slot {
   weights_ref copy() const override { return {dtype_of<Model>(), model.data()}; }
   void step(const Kokkos::View<const float*, memory_space>& grads, const gradient_control<memory_space>& c,
             float lr) override {
-    opt.step(execution_space(), model, grads, c, lr);
+    opt.step(execution_space(), model_shard(), grads, c, lr);
   }
   std::vector<float> exact_weights() const override {
-    std::vector<float> out(model.extent(0));
+    std::vector<float> out(opt.master().extent(0) > 0 ? opt.size() : model.extent(0));
     if (opt.master().extent(0) > 0) {
       Kokkos::deep_copy(Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(out.data(), out.size()),
                         opt.master());
@@ -152,22 +163,24 @@ struct adamw_slot final : optimizer_slot {
 };
 
 std::unique_ptr<optimizer_slot> make_optimizer(const precision_policy& policy, const train_options& o,
-                                               const std::vector<float>& initial) {
+                                               const std::vector<float>& initial,
+                                               std::pair<std::size_t, std::size_t> shard) {
   rounding_options sr;
   sr.mode = rounding::stochastic;
   sr.seed = o.seed;
+  sr.stream_offset = shard.first;  // each element's random stream does not depend on the shards
   switch (policy.mode) {
     case precision_mode::fp32:
-      return std::make_unique<adamw_slot<float, float>>(initial, o.adamw, weight_update::nearest, rounding_options{});
+      return std::make_unique<adamw_slot<float, float>>(initial, shard, o.adamw, weight_update::nearest, rounding_options{});
     case precision_mode::amp_bf16:
-      return std::make_unique<adamw_slot<bf16, float>>(initial, o.adamw, weight_update::master, rounding_options{});
+      return std::make_unique<adamw_slot<bf16, float>>(initial, shard, o.adamw, weight_update::master, rounding_options{});
     case precision_mode::amp_fp16:
-      return std::make_unique<adamw_slot<fp16, float>>(initial, o.adamw, weight_update::master, rounding_options{});
+      return std::make_unique<adamw_slot<fp16, float>>(initial, shard, o.adamw, weight_update::master, rounding_options{});
     case precision_mode::pure_bf16:
       // Moments in bf16 too, as llama-recipes' AnyPrecisionAdamW does for pure bf16.
       return policy.update == pure_bf16_update::kahan
-                 ? std::make_unique<adamw_slot<bf16, bf16>>(initial, o.adamw, weight_update::kahan, rounding_options{})
-                 : std::make_unique<adamw_slot<bf16, bf16>>(initial, o.adamw, weight_update::stochastic, sr);
+                 ? std::make_unique<adamw_slot<bf16, bf16>>(initial, shard, o.adamw, weight_update::kahan, rounding_options{})
+                 : std::make_unique<adamw_slot<bf16, bf16>>(initial, shard, o.adamw, weight_update::stochastic, sr);
   }
   throw std::logic_error("unknown precision mode");
 }
@@ -195,22 +208,76 @@ std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& 
 }
 
 trainer::trainer(const gpt_config& config, const precision_policy& policy, const train_options& options,
-                 const token_dataset& data)
+                 const token_dataset& data, const parallel_options& parallel)
     : config_(config),
       policy_(policy),
       options_(options),
       data_(data),
+      parallel_(parallel),
       scaler_((options.validate(), config.validate(), policy.validate(config),
                detail::scaler_options(policy, options))),
       check_("kamp::trainer::check") {
   if (data.context() != config.context)
     throw std::invalid_argument("trainer: the data was cut into windows of " + std::to_string(data.context()) +
                                 " tokens but the model's context is " + std::to_string(config.context));
+  if (parallel.gradient_reduction != dtype::fp32 && parallel.gradient_reduction != dtype::bf16)
+    throw std::invalid_argument(std::string("trainer: gradients are reduced in fp32 or bf16, not ") +
+                                name(parallel.gradient_reduction));
+  const tensor_table table = config.parameter_table();
+  const dist::communicator& ranks = parallel.ranks;
+  for (int r = 0; r < ranks.size(); ++r) spans_.push_back(table.shard(r, ranks.size()));
   model_ = std::make_unique<gpt<float>>(config, policy, options.batch);
-  optimizer_ = detail::make_optimizer(policy, options, gpt2_initial_weights(config, options.seed));
-  model_->bind_weights(optimizer_->exact(), optimizer_->copy());
+  optimizer_ = detail::make_optimizer(policy, options, gpt2_initial_weights(config, options.seed), shard());
+  if (ranks.distributed()) {
+    gradient_shard_ = Kokkos::View<float*, memory_space>("kamp::dist::gradient_shard", shard().second - shard().first);
+  }
+  if (ranks.distributed() && policy.has_master()) {
+    // The model reads embeddings, LayerNorms and biases in fp32: those values of the master
+    // are gathered from the shards after every update, the rest stays sharded.
+    exact_layout_ = exactly_read_parameters(config, policy);
+    exact_gathered_ = Kokkos::View<float*, memory_space>("kamp::dist::exact_weights", exact_layout_.flat_size());
+    for (const auto& [first, last] : spans_) {
+      std::size_t lo = exact_layout_.flat_size(), hi = 0;
+      for (const auto& e : exact_layout_.entries()) {
+        const auto& f = table[table.index_of(e.name)];
+        const std::size_t a = std::max(first, f.offset), b = std::min(last, f.offset + f.size);
+        if (a >= b) continue;
+        lo = std::min(lo, e.offset + (a - f.offset));
+        hi = std::max(hi, e.offset + (b - f.offset));
+      }
+      exact_spans_.emplace_back(std::min(lo, hi), hi);
+    }
+    model_->bind_weights({dtype::fp32, exact_gathered_.data()}, exact_layout_, optimizer_->copy());
+    share_weights();
+  } else {
+    model_->bind_weights(optimizer_->exact(), optimizer_->copy());
+  }
   tokens_.resize(std::size_t(options.batch) * config.context);
   targets_.resize(tokens_.size());
+}
+
+void trainer::share_weights() {
+  const dist::communicator& ranks = parallel_.ranks;
+  if (!ranks.distributed()) return;
+  const execution_space ex;
+  ex.fence();
+  const weights_ref copy = optimizer_->copy();
+  ranks.all_gather(const_cast<void*>(copy.data), size_of(copy.type), spans_);
+  if (exact_gathered_.extent(0) == 0) return;
+  const tensor_table table = config_.parameter_table();
+  const auto [first, last] = shard();
+  const float* master = static_cast<const float*>(optimizer_->exact().data);
+  for (const auto& e : exact_layout_.entries()) {
+    const auto& f = table[table.index_of(e.name)];
+    const std::size_t a = std::max(first, f.offset), b = std::min(last, f.offset + f.size);
+    if (a >= b) continue;
+    Kokkos::deep_copy(ex,
+                      Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(
+                          exact_gathered_.data() + e.offset + (a - f.offset), b - a),
+                      Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + (a - first), b - a));
+  }
+  ex.fence();
+  ranks.all_gather(exact_gathered_.data(), sizeof(float), exact_spans_);
 }
 
 trainer::~trainer() = default;
@@ -226,24 +293,45 @@ float trainer::learning_rate(std::int64_t step) const {
 step_report trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   const execution_space ex;
+  const dist::communicator& ranks = parallel_.ranks;
   const float lr = learning_rate(steps_taken_);
   const float scale = scaler_.host_state().scale;
   Kokkos::deep_copy(ex, model_->grads(), 0.0f);
   double loss = 0;
   for (int m = 0; m < options_.micro_batches; ++m) {
-    data_.sample(token_dataset::split::train, options_.seed, std::uint64_t(attempts_) * options_.micro_batches + m,
-                 options_.batch, tokens_.data(), targets_.data());
-    loss += model_->forward_backward(tokens_.data(), targets_.data(), 1.0 / options_.micro_batches,
+    // Rank r's micro-batch is rows [r·B, (r+1)·B) of one process's batch N·B: the same windows.
+    const std::uint64_t micro = std::uint64_t(attempts_) * options_.micro_batches + m;
+    data_.sample(token_dataset::split::train, options_.seed, micro * ranks.size() + ranks.rank(), options_.batch,
+                 tokens_.data(), targets_.data());
+    loss += model_->forward_backward(tokens_.data(), targets_.data(), 1.0 / (options_.micro_batches * ranks.size()),
                                      policy_.loss_scaling() ? scaler_.state() : gpt<float>::scaler_view()) /
             options_.micro_batches;
   }
+  if (gradient_hook_) gradient_hook_(model_->grads());
+  Kokkos::View<float*, memory_space> grads = model_->grads();
+  if (ranks.distributed()) {
+    loss = ranks.sum(loss) / ranks.size();
+    std::vector<std::size_t> counts;
+    for (const auto& [first, last] : spans_) counts.push_back(last - first);
+    ex.fence();
+    ranks.reduce_scatter_sum(grads.data(), gradient_shard_.data(), counts, parallel_.gradient_reduction);
+    grads = gradient_shard_;
+  }
   // One pass: inf/NaN check and the norm; the optimizer applies 1/scale and the clip factor.
-  unscale_and_check(ex, model_->grads(), scaler_.state(), check_, unscale_options{false, true});
-  gradient_control<memory_space> control{scaler_.state(), check_, false, options_.grad_clip};
-  optimizer_->step(model_->grads(), control, lr);
-  scaler_.update(ex, check_);
+  unscale_and_check(ex, grads, scaler_.state(), check_, unscale_options{false, true});
   gradient_check result;
+  if (ranks.distributed()) {
+    // Every rank skips or steps, clips and updates its scaler from the same global verdict.
+    Kokkos::deep_copy(result, check_);
+    result.found_inf = ranks.max(result.found_inf);
+    result.norm_squared = ranks.sum(result.norm_squared);
+    Kokkos::deep_copy(check_, result);
+  }
+  gradient_control<memory_space> control{scaler_.state(), check_, false, options_.grad_clip};
+  optimizer_->step(grads, control, lr);
+  scaler_.update(ex, check_);
   Kokkos::deep_copy(result, check_);
+  if (!result.found_inf) share_weights();
   ++attempts_;
   if (!result.found_inf) ++steps_taken_;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -254,20 +342,35 @@ step_report trainer::step() {
           scale,
           lr,
           seconds,
-          std::int64_t(options_.micro_batches) * options_.batch * config_.context};
+          std::int64_t(options_.micro_batches) * options_.batch * ranks.size() * config_.context};
 }
 
 double trainer::validation_loss(int batches) {
+  // The fixed validation batches are divided among the ranks.
+  const dist::communicator& ranks = parallel_.ranks;
   double total = 0;
-  for (int b = 0; b < batches; ++b) {
+  for (int b = ranks.rank(); b < batches; b += ranks.size()) {
     data_.sample(token_dataset::split::validation, options_.seed, std::uint64_t(b), options_.batch, tokens_.data(),
                  targets_.data());
     total += model_->evaluate(tokens_.data(), targets_.data());
   }
+  total = ranks.sum(total);
   return batches > 0 ? total / batches : 0.0;
 }
 
-std::vector<float> trainer::exact_weights() const { return optimizer_->exact_weights(); }
+std::vector<float> trainer::exact_weights() const {
+  std::vector<float> local = optimizer_->exact_weights();
+  if (!policy_.has_master() || !parallel_.ranks.distributed()) return local;
+  // Master shards: gathered through a buffer in the model's memory, as the model copy is.
+  Kokkos::View<float*, memory_space> full("kamp::trainer::exact_weights", spans_.back().second);
+  Kokkos::deep_copy(Kokkos::subview(full, shard()),
+                    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(local.data(), local.size()));
+  parallel_.ranks.all_gather(full.data(), sizeof(float), spans_);
+  std::vector<float> out(full.extent(0));
+  Kokkos::deep_copy(Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(out.data(), out.size()), full);
+  return out;
+}
+
 std::vector<std::uint32_t> trainer::model_copy_bits() const { return optimizer_->copy_bits(); }
 
 training_state trainer::state() const {
@@ -279,6 +382,18 @@ training_state trainer::state() const {
   s.attempts = attempts_;
   s.scaler = scaler_.host_state();
   s.tensors = optimizer_->state();
+  const dist::communicator& ranks = parallel_.ranks;
+  if (!ranks.distributed()) return s;
+  std::vector<std::size_t> counts;
+  for (const auto& [first, last] : spans_) counts.push_back(last - first);
+  for (auto& t : s.tensors) {
+    if (t.role == "model") continue;
+    const std::size_t width = size_of(t.type);
+    std::vector<unsigned char> full(ranks.rank() == 0 ? spans_.back().second * width : 0);
+    ranks.gather(t.bytes.data(), full.data(), width, counts, 0);
+    t.bytes = std::move(full);
+  }
+  if (ranks.rank() != 0) s.tensors.clear();
   return s;
 }
 
@@ -336,7 +451,23 @@ void trainer::restore(const training_state& s) {
          std::to_string(s.scaler.skipped_steps) + " skipped");
   // The last check that can fail; nothing has changed before it and nothing can fail after it.
   scaler_.restore(s.scaler);
-  optimizer_->restore(s.tensors, s.steps_taken);
+  if (parallel_.ranks.distributed()) {
+    std::vector<state_tensor> mine;
+    for (const auto& t : s.tensors) {
+      if (t.role == "model") {
+        mine.push_back(t);
+        continue;
+      }
+      const std::size_t width = size_of(t.type);
+      mine.push_back({t.role, t.type,
+                      std::vector<unsigned char>(t.bytes.begin() + shard().first * width,
+                                                 t.bytes.begin() + shard().second * width)});
+    }
+    optimizer_->restore(mine, s.steps_taken);
+  } else {
+    optimizer_->restore(s.tensors, s.steps_taken);
+  }
+  share_weights();
   steps_taken_ = s.steps_taken;
   attempts_ = s.attempts;
 }

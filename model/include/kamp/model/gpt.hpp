@@ -30,6 +30,11 @@ struct weights_ref {
   const void* data;
 };
 
+/// The parameters gpt reads from the exact weights rather than the low-precision copy:
+/// embeddings, LayerNorms, biases, and the GEMM weights of layers computing in fp32. With fp32
+/// master weights (AMP) these are the only ones the model needs in fp32.
+tensor_table exactly_read_parameters(const gpt_config& config, const precision_policy& policy);
+
 /// \brief Decoder-only GPT: token + position embeddings, pre-LayerNorm blocks (causal
 /// multi-head attention, 4x MLP with tanh GELU), final LayerNorm, LM head tied to the token
 /// embedding, mean cross-entropy. Every op is a kamp kernel; each forward has its backward.
@@ -59,6 +64,9 @@ class gpt {
 
   /// The weights the next forward/backward passes read; both must cover table().flat_size().
   void bind_weights(weights_ref exact, weights_ref copy);
+  /// The same, with the exact weights laid out by `exact_layout`, which must hold at least
+  /// exactly_read_parameters() (a sharded run gathers only those from its master shards).
+  void bind_weights(weights_ref exact, const tensor_table& exact_layout, weights_ref copy);
   /// Gradients, flat over table(); backward() accumulates into them (the caller zeroes them).
   Kokkos::View<Real*, memory_space> grads() const { return grads_; }
 
@@ -106,6 +114,7 @@ class gpt {
   precision_policy policy_;
   tensor_table table_;
   int batch_;
+  tensor_table exact_table_;
   weights_ref exact_{}, copy_{};
   Kokkos::View<Real*, memory_space> grads_;
   std::unique_ptr<buffers> buf_;

@@ -3,11 +3,14 @@
 
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/model/data.hpp>
+#include <kamp/model/dist/communicator.hpp>
 #include <kamp/model/gpt.hpp>
 #include <kamp/model/training_state.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace kamp {
@@ -24,6 +27,18 @@ struct step_report {
   std::int64_t tokens;  ///< tokens processed
 };
 
+/// \brief How a data-parallel run divides the work; the defaults are one process.
+///
+/// Every rank holds the low-precision model copy and computes the gradients of its own
+/// micro-batches; the gradients are reduce-scattered (summed, each rank receiving its
+/// contiguous shard of the flat buffer); each rank updates its shard of the fp32 master weights
+/// and optimizer moments; the model copy is all-gathered. A run on N ranks with `batch` B per
+/// rank takes the same data and the same steps as one process with batch N x B.
+struct parallel_options {
+  dist::communicator ranks;                ///< the ranks that train this model together
+  dtype gradient_reduction = dtype::fp32;  ///< the gradients' type on the network: fp32 or bf16
+};
+
 namespace detail {
 struct optimizer_slot;
 }
@@ -34,8 +49,10 @@ struct optimizer_slot;
 /// seed, backend and thread count.
 class trainer {
  public:
+  /// With several ranks, constructing, step(), validation_loss(), state(), restore() and
+  /// exact_weights() are collective: every rank calls them in the same order.
   trainer(const gpt_config& config, const precision_policy& policy, const train_options& options,
-          const token_dataset& data);
+          const token_dataset& data, const parallel_options& parallel = {});
   ~trainer();
 
   step_report step();
@@ -45,6 +62,14 @@ class trainer {
   gpt<float>& model() { return *model_; }
   const train_options& options() const { return options_; }
   const precision_policy& policy() const { return policy_; }
+  const parallel_options& parallel() const { return parallel_; }
+  /// The range [first, last) of the flat buffers whose optimizer state this rank owns.
+  std::pair<std::size_t, std::size_t> shard() const { return spans_[parallel_.ranks.rank()]; }
+  /// Called on each rank with its own gradients (loss-scaled, not yet summed over the ranks)
+  /// after every backward pass of a step: gradient noise, fault injection in tests.
+  void on_gradients(std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> hook) {
+    gradient_hook_ = std::move(hook);
+  }
   /// Optimizer steps taken so far (skipped attempts excluded): the LR schedule's position.
   std::int64_t steps_taken() const { return steps_taken_; }
   std::int64_t attempts() const { return attempts_; }
@@ -55,19 +80,33 @@ class trainer {
   /// The raw bits of the low-precision model copy the GEMMs read, on the host.
   std::vector<std::uint32_t> model_copy_bits() const;
 
-  /// Everything the run needs to continue bit-exactly, copied to the host (a checkpoint's content).
+  /// Everything the run needs to continue bit-exactly, copied to the host (a checkpoint's
+  /// content). With several ranks the shards are gathered: complete on rank 0 only.
   training_state state() const;
   /// Continue from `s`. Checks it completely first (model shape, precision mode, tensor roles,
   /// types and sizes, finite values, counters, scaler state) and throws std::invalid_argument
   /// naming what does not fit; the trainer is then unchanged, never half-restored. The training
   /// options stay this trainer's own (compare them with `option_differences`).
+  /// Each rank of a sharded run takes its shard of a complete state, whatever number of ranks
+  /// wrote it.
   void restore(const training_state& s);
 
  private:
+  /// Shares the updated shards: the model copy, and the fp32 weights the model reads exactly.
+  void share_weights();
+
   gpt_config config_;
   precision_policy policy_;
   train_options options_;
   const token_dataset& data_;
+  parallel_options parallel_;
+  std::vector<std::pair<std::size_t, std::size_t>> spans_;  ///< every rank's shard
+  Kokkos::View<float*, gpt<float>::memory_space> gradient_shard_;
+  /// Sharded AMP: the fp32 values of exactly_read_parameters(), gathered from the master shards.
+  tensor_table exact_layout_;
+  Kokkos::View<float*, gpt<float>::memory_space> exact_gathered_;
+  std::vector<std::pair<std::size_t, std::size_t>> exact_spans_;
+  std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> gradient_hook_;
   std::unique_ptr<gpt<float>> model_;
   std::unique_ptr<detail::optimizer_slot> optimizer_;
   loss_scaler<gpt<float>::memory_space> scaler_;

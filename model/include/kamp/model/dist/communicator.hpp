@@ -1,0 +1,84 @@
+#ifndef KAMP_MODEL_DIST_COMMUNICATOR_HPP
+#define KAMP_MODEL_DIST_COMMUNICATOR_HPP
+
+#include <kamp/numeric/dtype.hpp>
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kamp::dist {
+
+/// \brief The ranks that train one model together, and the few collectives data parallelism
+/// needs. Buffers live in the model's memory space (Kokkos' default); MPI reads them directly
+/// when they are host memory or the MPI library is GPU-aware, else they are staged through host
+/// copies. The default communicator is one process without MPI: rank 0 of 1, every collective
+/// is a copy or nothing, and MPI need not be initialized.
+class communicator {
+ public:
+  communicator() = default;
+  /// The ranks of `comm` (MPI must be initialized; `comm` is used, not duplicated or freed).
+  explicit communicator(MPI_Comm comm);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool distributed() const { return size_ > 1; }
+  /// MPI reads device buffers directly (CUDA-aware Open MPI); false: host staging.
+  bool gpu_aware() const { return gpu_aware_; }
+
+  /// Sum / maximum of a host value over the ranks (every rank gets the result).
+  double sum(double x) const;
+  float sum(float x) const;
+  int max(int x) const;
+  /// True on every rank when `ok` is true on every rank: ranks agree before a collective path.
+  bool all(bool ok) const;
+  /// Rank `root`'s bytes on every rank.
+  void broadcast(std::vector<unsigned char>& bytes, int root) const;
+
+  /// Sums `full` (this rank's n = Σ counts fp32 elements) over the ranks and leaves on each
+  /// rank its part: rank r gets elements [Σ_{q<r} counts[q], +counts[r]) in `part`. `wire`
+  /// (fp32 or bf16) is the type on the network and of the partial sums: bf16 halves the bytes,
+  /// each addition then rounds to bf16 (round-to-nearest-even), as PyTorch's bf16 all-reduce.
+  void reduce_scatter_sum(const float* full, float* part, const std::vector<std::size_t>& counts, dtype wire) const;
+  /// In place: every rank's `spans[rank]` = [first, last) elements of `buffer` (elements of
+  /// `element_bytes` bytes) sent to every other rank.
+  void all_gather(void* buffer, std::size_t element_bytes,
+                  const std::vector<std::pair<std::size_t, std::size_t>>& spans) const;
+  /// Host buffers: rank r's `part` (counts[r] elements of `element_bytes`) concatenated in rank
+  /// order into `full` on `root` (ignored elsewhere).
+  void gather(const void* part, void* full, std::size_t element_bytes, const std::vector<std::size_t>& counts,
+              int root) const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  bool gpu_aware_ = false;
+};
+
+/// \brief MPI for the lifetime of a program started by an MPI launcher (mpirun, mpiexec, srun):
+/// initialized on construction when `launched()`, finalized on destruction. A program started
+/// without a launcher does not touch MPI and gets the one-process communicator.
+class environment {
+ public:
+  environment(int& argc, char**& argv);
+  ~environment();
+  environment(const environment&) = delete;
+  environment& operator=(const environment&) = delete;
+
+  /// MPI_COMM_WORLD when MPI was initialized, else the one-process communicator.
+  const communicator& world() const { return world_; }
+  /// True when the environment names an MPI launcher (Open MPI, PMIx, PMI, Slurm's srun with a
+  /// PMI plugin, MPICH/Hydra) or KAMP_MPI=1 asks for MPI; KAMP_MPI=0 forbids it.
+  static bool launched();
+
+ private:
+  bool initialized_ = false;
+  communicator world_;
+};
+
+}  // namespace kamp::dist
+
+#endif

@@ -1,0 +1,227 @@
+#include <kamp/kernels/cast.hpp>
+#include <kamp/model/dist/communicator.hpp>
+#include <kamp/numeric/convert.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace kamp::dist {
+
+namespace {
+
+using memory_space = Kokkos::DefaultExecutionSpace::memory_space;
+constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+
+void check(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(std::string("kamp::dist: ") + call + " failed: " + std::string(text, length));
+}
+
+int as_count(std::size_t n) {
+  if (n > std::size_t(INT_MAX))
+    throw std::length_error("kamp::dist: " + std::to_string(n) +
+                            " elements in one message exceed MPI's int count: use more ranks");
+  return int(n);
+}
+
+std::vector<int> displacements(const std::vector<int>& counts) {
+  std::vector<int> d(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
+  return d;
+}
+
+using device_bytes = Kokkos::View<unsigned char*, memory_space, Kokkos::MemoryUnmanaged>;
+using host_bytes = Kokkos::View<unsigned char*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
+// Runs `op` on a host-readable address of `bytes` bytes at `data` (model memory): the buffer
+// itself when MPI can read it, else a host copy (filled first when `in`, copied back when `out`).
+template <class Op>
+void on_host(void* data, std::size_t bytes, bool direct, bool in, bool out, Op&& op) {
+  if (host_memory || direct) return op(data);
+  std::vector<unsigned char> staged(bytes);
+  const device_bytes device(static_cast<unsigned char*>(data), bytes);
+  const host_bytes host(staged.data(), bytes);
+  if (in) Kokkos::deep_copy(host, device);
+  op(static_cast<void*>(staged.data()));
+  if (out) Kokkos::deep_copy(device, host);
+}
+
+// bf16 partial sums: each addition in fp32, rounded to nearest even (MPI calls it on host data).
+void bf16_sum(void* in, void* inout, int* length, MPI_Datatype*) {
+  const auto* a = static_cast<const std::uint16_t*>(in);
+  auto* b = static_cast<std::uint16_t*>(inout);
+  for (int i = 0; i < *length; ++i)
+    b[i] = from_float<bf16>(to_float(bf16::from_bits(a[i])) + to_float(bf16::from_bits(b[i]))).bits;
+}
+
+bool gpu_aware_mpi() {
+  if (const char* force = std::getenv("KAMP_GPU_AWARE_MPI")) return std::strcmp(force, "1") == 0;
+#if defined(KOKKOS_ENABLE_CUDA) && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+communicator::communicator(MPI_Comm comm) : comm_(comm) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw std::logic_error("kamp::dist::communicator: MPI is not initialized");
+  check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+  gpu_aware_ = !host_memory && gpu_aware_mpi();
+}
+
+double communicator::sum(double x) const {
+  if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");
+  return x;
+}
+
+float communicator::sum(float x) const {
+  if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
+  return x;
+}
+
+int communicator::max(int x) const {
+  if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce");
+  return x;
+}
+
+bool communicator::all(bool ok) const {
+  int v = ok ? 1 : 0;
+  if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
+  return v != 0;
+}
+
+void communicator::broadcast(std::vector<unsigned char>& bytes, int root) const {
+  if (size_ == 1) return;
+  unsigned long long n = bytes.size();
+  check(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, comm_), "MPI_Bcast");
+  bytes.resize(n);
+  check(MPI_Bcast(bytes.data(), as_count(n), MPI_BYTE, root, comm_), "MPI_Bcast");
+}
+
+void communicator::reduce_scatter_sum(const float* full, float* part, const std::vector<std::size_t>& counts,
+                                      dtype wire) const {
+  if (counts.size() != std::size_t(size_))
+    throw std::invalid_argument("kamp::dist::reduce_scatter_sum: one count per rank is needed");
+  if (wire != dtype::fp32 && wire != dtype::bf16)
+    throw std::invalid_argument(std::string("kamp::dist::reduce_scatter_sum: gradients are reduced in fp32 or bf16, not ") +
+                                name(wire));
+  std::size_t n = 0;
+  for (const auto c : counts) n += c;
+  const std::size_t mine = counts[rank_];
+  if (size_ == 1) {
+    Kokkos::deep_copy(Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(part, mine),
+                      Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(full, mine));
+    return;
+  }
+  std::vector<int> c(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) c[r] = as_count(counts[r]);
+  const auto reduce_scatter = [&](void* send, std::size_t send_bytes, void* receive, std::size_t receive_bytes,
+                                  MPI_Datatype type, MPI_Op op, bool direct) {
+    on_host(send, send_bytes, direct, true, false, [&](void* s) {
+      on_host(receive, receive_bytes, direct, false, true, [&](void* r) {
+        check(MPI_Reduce_scatter(s, r, c.data(), type, op, comm_), "MPI_Reduce_scatter");
+      });
+    });
+  };
+  if (wire == dtype::fp32) {
+    reduce_scatter(const_cast<float*>(full), n * sizeof(float), part, mine * sizeof(float), MPI_FLOAT, MPI_SUM,
+                   gpu_aware_);
+    return;
+  }
+  // bf16 on the wire: narrowed on the device, summed by a user-defined operation, which MPI
+  // applies to host data only.
+  Kokkos::View<bf16*, memory_space> narrow("kamp::dist::wire", n), narrow_part("kamp::dist::wire", mine);
+  const Kokkos::DefaultExecutionSpace ex;
+  cast(ex, narrow, Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(full, n));
+  ex.fence();
+  MPI_Op op;
+  check(MPI_Op_create(&bf16_sum, 1, &op), "MPI_Op_create");
+  reduce_scatter(narrow.data(), n * sizeof(bf16), narrow_part.data(), mine * sizeof(bf16), MPI_UINT16_T, op, false);
+  MPI_Op_free(&op);
+  cast(ex, Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(part, mine), narrow_part);
+  ex.fence();
+}
+
+void communicator::all_gather(void* buffer, std::size_t element_bytes,
+                              const std::vector<std::pair<std::size_t, std::size_t>>& spans) const {
+  if (size_ == 1) return;
+  if (spans.size() != std::size_t(size_))
+    throw std::invalid_argument("kamp::dist::all_gather: one span per rank is needed");
+  std::vector<int> counts(spans.size()), displs(spans.size());
+  for (std::size_t r = 0; r < spans.size(); ++r) {
+    counts[r] = as_count(spans[r].second - spans[r].first);
+    displs[r] = as_count(spans[r].first);
+  }
+  MPI_Datatype element;
+  check(MPI_Type_contiguous(as_count(element_bytes), MPI_BYTE, &element), "MPI_Type_contiguous");
+  MPI_Type_commit(&element);
+  std::size_t end = 0;
+  for (const auto& s : spans) end = std::max(end, s.second);
+  on_host(buffer, end * element_bytes, gpu_aware_, true, true, [&](void* data) {
+    check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), displs.data(), element, comm_),
+          "MPI_Allgatherv");
+  });
+  MPI_Type_free(&element);
+}
+
+void communicator::gather(const void* part, void* full, std::size_t element_bytes,
+                          const std::vector<std::size_t>& counts, int root) const {
+  if (size_ == 1) {
+    std::memcpy(full, part, counts[0] * element_bytes);
+    return;
+  }
+  std::vector<int> c(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) c[r] = as_count(counts[r]);
+  const std::vector<int> d = displacements(c);
+  MPI_Datatype element;
+  check(MPI_Type_contiguous(as_count(element_bytes), MPI_BYTE, &element), "MPI_Type_contiguous");
+  MPI_Type_commit(&element);
+  check(MPI_Gatherv(part, c[rank_], element, full, c.data(), d.data(), element, root, comm_), "MPI_Gatherv");
+  MPI_Type_free(&element);
+}
+
+bool environment::launched() {
+  if (const char* force = std::getenv("KAMP_MPI")) return std::strcmp(force, "0") != 0;
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+environment::environment(int& argc, char**& argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized || !launched()) {
+    if (initialized) world_ = communicator(MPI_COMM_WORLD);
+    return;
+  }
+  int provided = 0;
+  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  initialized_ = true;
+  // Errors come back as codes and become exceptions with MPI's message.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  world_ = communicator(MPI_COMM_WORLD);
+}
+
+environment::~environment() {
+  if (initialized_) MPI_Finalize();
+}
+
+}  // namespace kamp::dist
