@@ -36,6 +36,7 @@ struct run_settings {
   int keep_checkpoints = 3;
   kamp::run_request request;
   bool diagnose = false, overwrite_checkpoints = false;
+  std::string gradient_reduction = "fp32";
 };
 
 void add_options(CLI::App& app, run_settings& s) {
@@ -100,6 +101,11 @@ void add_options(CLI::App& app, run_settings& s) {
       ->capture_default_str();
   app.add_flag("--enable-fsdp", s.request.enable_fsdp,
                "Shard the run across MPI ranks (the seed's enable_fsdp); checked against the precision mode");
+  app.add_option("--gradient-reduction", s.gradient_reduction,
+                 "Under mpirun or srun: the gradients' type on the network, fp32 or bf16 (half the bytes; each "
+                 "partial sum is rounded to bf16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   app.add_flag("--diagnose", s.diagnose,
                "Run the precision doctor on one observed step (after --resume, if given), print its report and "
                "exit. It also runs by itself when the loss turns NaN or stops falling");
@@ -151,8 +157,14 @@ nlohmann::json print_memory(const kamp::memory_tracker& memory, const kamp::memo
   return out;
 }
 
-int train(run_settings& s, const std::string& run_config) {
+int train(run_settings& s, const std::string& run_config, const kamp::dist::communicator& ranks) {
+  // Rank 0 reports; the other ranks' standard output would repeat it (errors still reach stderr).
+  if (ranks.rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
+    throw std::runtime_error("cannot silence the standard output of rank " + std::to_string(ranks.rank()));
   s.policy = s.precision.policy();
+  if (s.diagnose && ranks.distributed())
+    throw std::invalid_argument("--diagnose runs the precision doctor in one process: run kamp-train --diagnose "
+                                "--resume PATH without mpirun on a checkpoint of this run");
   // Everything is validated before the model is allocated.
   s.model.validate();
   s.policy.validate(s.model);
@@ -164,7 +176,8 @@ int train(run_settings& s, const std::string& run_config) {
   const auto every = kamp::app::checkpoint_interval::parse(s.checkpoint_every);
   const kamp::checkpoint_directory checkpoints(s.checkpoint_dir, s.keep_checkpoints);
   // A new run must not mix its checkpoints with another run's: --resume auto would pick theirs.
-  if (s.resume.empty() && !checkpoints.list().empty()) {
+  // Rank 0 manages the directory (on a file system all ranks share); the others wait for it.
+  if (ranks.rank() == 0 && s.resume.empty() && !checkpoints.list().empty()) {
     if (!s.overwrite_checkpoints)
       throw std::invalid_argument("--checkpoint-dir '" + s.checkpoint_dir + "' holds checkpoints of a run (newest " +
                                   checkpoints.list().front() +
@@ -172,12 +185,14 @@ int train(run_settings& s, const std::string& run_config) {
                                   "--checkpoint-dir, or delete them with --overwrite-checkpoints");
     checkpoints.clear();
   }
+  ranks.all(true);
   const kamp::token_dataset data =
       s.data.empty() ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context,
                                            "built-in corpus")
                      : kamp::token_dataset::from_file(s.data, s.validation_fraction, s.model.context);
   const kamp::memory_tracker memory;
-  kamp::trainer trainer(s.model, s.policy, s.train, data);
+  kamp::trainer trainer(s.model, s.policy, s.train, data,
+                        {ranks, s.gradient_reduction == "bf16" ? kamp::dtype::bf16 : kamp::dtype::fp32});
   const auto& table = trainer.model().table();
   std::printf("kamp-train: GPT %d layers, %d heads, d_model %d, mlp %d, context %d: %zu parameters\n", s.model.layers,
               s.model.heads, s.model.d_model, s.model.mlp, s.model.context, table.parameter_count());
@@ -188,6 +203,11 @@ int train(run_settings& s, const std::string& run_config) {
               data.size(kamp::token_dataset::split::train), data.size(kamp::token_dataset::split::validation));
   std::printf("  Kokkos execution space: %s, concurrency %d\n", Kokkos::DefaultExecutionSpace::name(),
               Kokkos::DefaultExecutionSpace().concurrency());
+  if (ranks.distributed())
+    std::printf("  data parallel: %d MPI ranks x batch %d = %d sequences per micro-batch; each rank owns 1/%d of the "
+                "optimizer state; gradients reduced in %s%s\n",
+                ranks.size(), s.train.batch, ranks.size() * s.train.batch, ranks.size(), s.gradient_reduction.c_str(),
+                ranks.gpu_aware() ? " (GPU-aware MPI)" : "");
   const bool resumed = !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train, s.policy).empty();
   std::fflush(stdout);
   if (s.diagnose) {
@@ -201,7 +221,7 @@ int train(run_settings& s, const std::string& run_config) {
   }
   // A resumed run continues its metrics file.
   std::optional<kamp::app::metrics_writer> metrics;
-  if (!s.metrics.empty()) metrics.emplace(s.metrics, resumed && std::filesystem::exists(s.metrics));
+  if (!s.metrics.empty() && ranks.rank() == 0) metrics.emplace(s.metrics, resumed && std::filesystem::exists(s.metrics));
 
   using clock = std::chrono::steady_clock;
   std::int64_t saved_step = trainer.steps_taken(), saved_attempts = trainer.attempts();
@@ -210,7 +230,9 @@ int train(run_settings& s, const std::string& run_config) {
     kamp::training_state state = trainer.state();
     state.run_config = run_config;
     const auto start = clock::now();
-    const std::string path = checkpoints.save(state);
+    // The gathered state is on rank 0, the one writer; the others wait until the file is whole.
+    const std::string path = ranks.rank() == 0 ? checkpoints.save(state) : std::string();
+    ranks.all(true);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
     saved_step = trainer.steps_taken();
     saved_attempts = trainer.attempts();
@@ -220,21 +242,24 @@ int train(run_settings& s, const std::string& run_config) {
   const auto save_if_new = [&](const char* why) {
     if (trainer.steps_taken() == saved_step && trainer.attempts() == saved_attempts) return;
     const auto [path, seconds] = save();
-    std::printf("checkpoint (%s): %s, %.1f MB in %.2f s\n", why, path.c_str(),
-                double(std::filesystem::file_size(path)) / 1e6, seconds);
+    if (ranks.rank() == 0)
+      std::printf("checkpoint (%s): %s, %.1f MB in %.2f s\n", why, path.c_str(),
+                  double(std::filesystem::file_size(path)) / 1e6, seconds);
     std::fflush(stdout);
   };
 
   const kamp::app::stop_request stop;
   const std::int64_t first_step = trainer.attempts() + 1;
   const double initial_validation = trainer.validation_loss(s.eval_batches);
-  kamp::app::progress bar(s.train.steps, s.log_every);
+  kamp::app::progress bar(s.train.steps, s.log_every, ranks.distributed());
   std::vector<double> losses, rates;
   std::optional<double> validation;
   double first_loss = 0, seconds = 0;
   int skipped = 0, consecutive_skips = 0;
   kamp::app::loss_watch watch;
-  while (trainer.steps_taken() < s.train.steps && !stop.signal()) {
+  // Ranks stop together: at the first step after any of them received a signal.
+  int stopped_by = ranks.max(stop.signal());
+  while (trainer.steps_taken() < s.train.steps && !stopped_by) {
     const auto r = trainer.step();
     seconds += r.seconds;
     if (r.step == first_step) first_loss = r.loss;
@@ -246,7 +271,12 @@ int train(run_settings& s, const std::string& run_config) {
                   r.scale, static_cast<long long>(r.step));
     if (const std::string why = watch.update(r); !why.empty()) {
       bar.finish();
-      std::printf("%s: running the precision doctor\n%s", why.c_str(), kamp::report(kamp::diagnose(trainer)).c_str());
+      if (ranks.distributed()) {
+        std::printf("%s: diagnose a checkpoint of this run in one process: kamp-train --diagnose --resume PATH\n",
+                    why.c_str());
+      } else {
+        std::printf("%s: running the precision doctor\n%s", why.c_str(), kamp::report(kamp::diagnose(trainer)).c_str());
+      }
       std::fflush(stdout);
     }
     if (consecutive_skips == 50)
@@ -262,14 +292,16 @@ int train(run_settings& s, const std::string& run_config) {
       validation = trainer.validation_loss(s.eval_batches);
     bar.update(r, trainer.steps_taken(), validation);
     if (metrics) metrics->write(r, validation);
-    if (!r.skipped && every.due(trainer.steps_taken(), std::chrono::duration<double>(clock::now() - saved_time).count()))
+    if (!r.skipped && ranks.max(every.due(trainer.steps_taken(),
+                                          std::chrono::duration<double>(clock::now() - saved_time).count())))
       save_if_new("periodic");
+    stopped_by = ranks.max(stop.signal());
   }
   bar.finish();
-  if (stop.signal()) {
-    save_if_new(kamp::app::stop_request::name(stop.signal()));
+  if (stopped_by) {
+    save_if_new(kamp::app::stop_request::name(stopped_by));
     std::printf("stopped by %s after step %lld of %d; checkpoint in '%s': continue with --resume auto\n",
-                kamp::app::stop_request::name(stop.signal()), static_cast<long long>(trainer.steps_taken()),
+                kamp::app::stop_request::name(stopped_by), static_cast<long long>(trainer.steps_taken()),
                 s.train.steps, s.checkpoint_dir.c_str());
     return 0;
   }
@@ -282,8 +314,9 @@ int train(run_settings& s, const std::string& run_config) {
               median(rates));
   std::printf("  train loss %.4f (step %lld) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n", first_loss,
               static_cast<long long>(first_step), final_loss, tail, initial_validation, final_validation);
-  const nlohmann::json memory_use = print_memory(memory, kamp::plan_memory(s.model, s.policy, s.train.batch));
-  if (!s.summary.empty()) {
+  const nlohmann::json memory_use = print_memory(
+      memory, kamp::plan_memory(s.model, s.policy, s.train.batch, ranks.size(), kamp::sharding::optimizer));
+  if (!s.summary.empty() && ranks.rank() == 0) {
     std::ofstream out(s.summary);
     if (!out) throw std::runtime_error("--summary: cannot open '" + s.summary + "' for writing");
     out << nlohmann::json{{"mode", s.precision.mode},
@@ -295,6 +328,7 @@ int train(run_settings& s, const std::string& run_config) {
                           {"initial_validation_loss", initial_validation},
                           {"final_validation_loss", final_validation},
                           {"median_tokens_per_s", median(rates)},
+                          {"ranks", ranks.size()},
                           {"memory_bytes", memory_use},
                           {"seconds", seconds}}
                .dump(2)
@@ -306,6 +340,8 @@ int train(run_settings& s, const std::string& run_config) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun/srun every rank runs this program; without a launcher MPI is not touched.
+  const kamp::dist::environment mpi(argc, argv);
   CLI::App app{"kamp-train: train a small GPT with kamp's mixed-precision kernels.\n"
                "With no options it trains the reference model (4 layers, 4 heads, d_model 256, context 128, "
                "batch 16, AdamW lr 3e-4) in amp_bf16 on the built-in corpus."};
@@ -318,9 +354,17 @@ int main(int argc, char** argv) {
   }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return train(settings, app.config_to_str(true, false));
+    return train(settings, app.config_to_str(true, false), mpi.world());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kamp-train: error: %s\n", e.what());
+    const auto& ranks = mpi.world();
+    if (!ranks.distributed()) {
+      std::fprintf(stderr, "kamp-train: error: %s\n", e.what());
+      return 1;
+    }
+    // The other ranks may wait in a collective for this one: stop them all.
+    std::fprintf(stderr, "kamp-train: error (rank %d of %d): %s\n", ranks.rank(), ranks.size(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
     return 1;
   }
 }

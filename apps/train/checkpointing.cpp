@@ -1,6 +1,7 @@
 #include "checkpointing.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 namespace kamp::app {
@@ -76,26 +77,35 @@ std::string resume(trainer& t, const checkpoint_directory& dir, const std::strin
     std::printf("  --resume auto: no checkpoint in '%s' yet: starting at step 0\n", dir.path().c_str());
     return "";
   }
+  const dist::communicator& ranks = t.parallel().ranks;
   for (const auto& path : candidates) {
     std::string problem;
+    std::optional<training_state> state;
     try {
-      const training_state state = read_checkpoint(path);
-      t.restore(state);
-      std::printf("  resumed from '%s': %lld steps taken (%lld attempted)\n", path.c_str(),
-                  static_cast<long long>(state.steps_taken), static_cast<long long>(state.attempts));
-      auto changed = option_differences(state.options, now);
-      if (state.policy.fp32_layers != policy.fp32_layers) changed.push_back("fp32 layer overrides");
-      for (const auto& c : changed) std::printf("  note: training option changed since the checkpoint: %s\n", c.c_str());
-      if (!changed.empty())
-        std::printf("  (with changed options the run is no longer bit-identical to an uninterrupted one)\n");
-      return path;
+      state = read_checkpoint(path);
     } catch (const checkpoint_error& e) {
       problem = e.what();
-    } catch (const std::invalid_argument& e) {
-      problem = "checkpoint '" + path + "': " + e.what();
+    }
+    // Every rank reads the file; all restore it or none does (restoring is collective).
+    if (!ranks.all(problem.empty()) && problem.empty())
+      problem = "checkpoint '" + path + "': another rank could not read it (is the directory on a shared file system?)";
+    if (problem.empty()) {
+      try {
+        t.restore(*state);
+        std::printf("  resumed from '%s': %lld steps taken (%lld attempted)\n", path.c_str(),
+                    static_cast<long long>(state->steps_taken), static_cast<long long>(state->attempts));
+        auto changed = option_differences(state->options, now);
+        if (state->policy.fp32_layers != policy.fp32_layers) changed.push_back("fp32 layer overrides");
+        for (const auto& c : changed) std::printf("  note: training option changed since the checkpoint: %s\n", c.c_str());
+        if (!changed.empty())
+          std::printf("  (with changed options the run is no longer bit-identical to an uninterrupted one)\n");
+        return path;
+      } catch (const std::invalid_argument& e) {
+        problem = "checkpoint '" + path + "': " + e.what();
+      }
     }
     if (!automatic) throw std::runtime_error(problem);
-    std::fprintf(stderr, "kamp-train: warning: --resume auto skips it: %s\n", problem.c_str());
+    if (ranks.rank() == 0) std::fprintf(stderr, "kamp-train: warning: --resume auto skips it: %s\n", problem.c_str());
   }
   throw std::runtime_error("--resume auto: none of the " + std::to_string(candidates.size()) + " checkpoints in '" +
                            dir.path() + "' loads (reasons above). Name one with --resume PATH, or move them away "

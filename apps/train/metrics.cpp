@@ -38,7 +38,8 @@ void metrics_writer::write(const step_report& r, std::optional<double> validatio
   out_ << j.dump() << '\n' << std::flush;
 }
 
-progress::progress(int total, int every) : total_(total), every_(every), tty_(isatty(STDOUT_FILENO) != 0) {}
+progress::progress(int total, int every, bool plain_lines)
+    : total_(total), every_(every), tty_(!plain_lines && isatty(STDOUT_FILENO) != 0) {}
 
 void progress::update(const step_report& r, std::int64_t taken, std::optional<double> validation_loss) {
   char stats[192];

@@ -23,10 +23,11 @@ class metrics_writer {
 };
 
 /// The step line or progress bar on the terminal: a bar redrawn in place on a TTY, plain lines
-/// every `every` steps otherwise (batch logs).
+/// every `every` steps otherwise (batch logs, and under an MPI launcher, whose pseudo-terminal
+/// is usually a job's log file).
 class progress {
  public:
-  progress(int total, int every);
+  progress(int total, int every, bool plain_lines = false);
   void update(const step_report& r, std::int64_t taken, std::optional<double> validation_loss);
   void finish();
 

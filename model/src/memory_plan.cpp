@@ -62,9 +62,8 @@ memory_plan plan_memory(const gpt_config& model, const precision_policy& policy,
   const double elements = double(model.parameter_table().flat_size());
   memory_plan p = plan_state(elements, policy, shards, split);
   if (shards > 1 && split == sharding::optimizer) {
-    // What kamp's data parallelism adds: the reduce-scatter's fp32 gradient shard and, with
-    // fp32 master weights, the fp32 values the model reads exactly, gathered from the shards.
-    p.gradients += elements * 4 / shards;
+    // What kamp's data parallelism adds: with fp32 master weights, the fp32 values the model
+    // reads exactly, gathered from the shards.
     if (policy.has_master()) p.master += double(exactly_read_parameters(model, policy).flat_size()) * 4;
   }
   // Per micro-batch of n = batch x context positions (d = d_model, m = mlp, s = scores per

@@ -38,8 +38,7 @@ bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, pre
 
 category classify(const char* label) {
   if (std::strcmp(label, "kamp::trainer::model_copy") == 0) return parameters;
-  if (std::strcmp(label, "kamp::gpt::grads") == 0 || std::strcmp(label, "kamp::dist::gradient_shard") == 0)
-    return gradients;
+  if (std::strcmp(label, "kamp::gpt::grads") == 0) return gradients;
   if (std::strcmp(label, "kamp::optimizer::master") == 0 || std::strcmp(label, "kamp::dist::exact_weights") == 0)
     return master;
   if (starts_with(label, "kamp::optimizer::moment") || std::strcmp(label, "kamp::optimizer::compensation") == 0)

@@ -228,9 +228,6 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
   for (int r = 0; r < ranks.size(); ++r) spans_.push_back(table.shard(r, ranks.size()));
   model_ = std::make_unique<gpt<float>>(config, policy, options.batch);
   optimizer_ = detail::make_optimizer(policy, options, gpt2_initial_weights(config, options.seed), shard());
-  if (ranks.distributed()) {
-    gradient_shard_ = Kokkos::View<float*, memory_space>("kamp::dist::gradient_shard", shard().second - shard().first);
-  }
   if (ranks.distributed() && policy.has_master()) {
     // The model reads embeddings, LayerNorms and biases in fp32: those values of the master
     // are gathered from the shards after every update, the rest stays sharded.
@@ -314,8 +311,8 @@ step_report trainer::step() {
     std::vector<std::size_t> counts;
     for (const auto& [first, last] : spans_) counts.push_back(last - first);
     ex.fence();
-    ranks.reduce_scatter_sum(grads.data(), gradient_shard_.data(), counts, parallel_.gradient_reduction);
-    grads = gradient_shard_;
+    ranks.reduce_scatter_sum(grads.data(), counts, parallel_.gradient_reduction);
+    grads = Kokkos::subview(grads, shard());
   }
   // One pass: inf/NaN check and the norm; the optimizer applies 1/scale and the clip factor.
   unscale_and_check(ex, grads, scaler_.state(), check_, unscale_options{false, true});
@@ -346,15 +343,15 @@ step_report trainer::step() {
 }
 
 double trainer::validation_loss(int batches) {
-  // The fixed validation batches are divided among the ranks.
+  // As in step(): rank r takes rows [r·B, (r+1)·B) of one process's validation batch N·B.
   const dist::communicator& ranks = parallel_.ranks;
   double total = 0;
-  for (int b = ranks.rank(); b < batches; b += ranks.size()) {
-    data_.sample(token_dataset::split::validation, options_.seed, std::uint64_t(b), options_.batch, tokens_.data(),
-                 targets_.data());
+  for (int b = 0; b < batches; ++b) {
+    data_.sample(token_dataset::split::validation, options_.seed, std::uint64_t(b) * ranks.size() + ranks.rank(),
+                 options_.batch, tokens_.data(), targets_.data());
     total += model_->evaluate(tokens_.data(), targets_.data());
   }
-  total = ranks.sum(total);
+  if (ranks.distributed()) total = ranks.sum(total) / ranks.size();
   return batches > 0 ? total / batches : 0.0;
 }
 

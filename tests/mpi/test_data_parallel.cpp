@@ -124,7 +124,8 @@ TEST_CASE("N ranks with batch B take the steps of one process with batch N x B",
                 worst_weight);
   CHECK(worst_loss <= v.loss_tolerance);
   CHECK(worst_weight <= v.weight_tolerance);
-  CHECK(std::abs(parallel.validation_loss(4) - one.validation_loss(4)) < 0.1);
+  // The ranks' validation batches are rows of one process's: the same windows.
+  CHECK(relative(parallel.validation_loss(4), one.validation_loss(4)) <= v.loss_tolerance);
 }
 
 TEST_CASE("an overflow on one rank makes every rank skip the step", "[mpi][overflow]") {

@@ -116,47 +116,52 @@ void communicator::broadcast(std::vector<unsigned char>& bytes, int root) const 
   check(MPI_Bcast(bytes.data(), as_count(n), MPI_BYTE, root, comm_), "MPI_Bcast");
 }
 
-void communicator::reduce_scatter_sum(const float* full, float* part, const std::vector<std::size_t>& counts,
-                                      dtype wire) const {
+void communicator::reduce_scatter_sum(float* buffer, const std::vector<std::size_t>& counts, dtype wire) const {
   if (counts.size() != std::size_t(size_))
     throw std::invalid_argument("kamp::dist::reduce_scatter_sum: one count per rank is needed");
   if (wire != dtype::fp32 && wire != dtype::bf16)
     throw std::invalid_argument(std::string("kamp::dist::reduce_scatter_sum: gradients are reduced in fp32 or bf16, not ") +
                                 name(wire));
-  std::size_t n = 0;
-  for (const auto c : counts) n += c;
-  const std::size_t mine = counts[rank_];
-  if (size_ == 1) {
-    Kokkos::deep_copy(Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(part, mine),
-                      Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(full, mine));
-    return;
+  if (size_ == 1) return;
+  std::size_t n = 0, first = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) first = n;
+    n += counts[r];
   }
+  const std::size_t mine = counts[rank_];
   std::vector<int> c(counts.size());
   for (std::size_t r = 0; r < counts.size(); ++r) c[r] = as_count(counts[r]);
-  const auto reduce_scatter = [&](void* send, std::size_t send_bytes, void* receive, std::size_t receive_bytes,
-                                  MPI_Datatype type, MPI_Op op, bool direct) {
-    on_host(send, send_bytes, direct, true, false, [&](void* s) {
-      on_host(receive, receive_bytes, direct, false, true, [&](void* r) {
-        check(MPI_Reduce_scatter(s, r, c.data(), type, op, comm_), "MPI_Reduce_scatter");
-      });
-    });
-  };
+  using floats = Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>;
+  const Kokkos::DefaultExecutionSpace ex;
   if (wire == dtype::fp32) {
-    reduce_scatter(const_cast<float*>(full), n * sizeof(float), part, mine * sizeof(float), MPI_FLOAT, MPI_SUM,
-                   gpu_aware_);
+    // MPI leaves the in-place result at the start of the buffer; it moves to this rank's part
+    // (for equal shards the two ranges never overlap, else through a copy).
+    on_host(buffer, n * sizeof(float), gpu_aware_, true, true, [&](void* data) {
+      check(MPI_Reduce_scatter(MPI_IN_PLACE, data, c.data(), MPI_FLOAT, MPI_SUM, comm_), "MPI_Reduce_scatter");
+    });
+    if (first == 0) return;
+    if (first >= mine) {
+      Kokkos::deep_copy(ex, floats(buffer + first, mine), floats(buffer, mine));
+    } else {
+      Kokkos::View<float*, memory_space> moved("kamp::dist::wire", mine);
+      Kokkos::deep_copy(ex, moved, floats(buffer, mine));
+      Kokkos::deep_copy(ex, floats(buffer + first, mine), moved);
+    }
+    ex.fence();
     return;
   }
   // bf16 on the wire: narrowed on the device, summed by a user-defined operation, which MPI
   // applies to host data only.
-  Kokkos::View<bf16*, memory_space> narrow("kamp::dist::wire", n), narrow_part("kamp::dist::wire", mine);
-  const Kokkos::DefaultExecutionSpace ex;
-  cast(ex, narrow, Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(full, n));
+  Kokkos::View<bf16*, memory_space> narrow("kamp::dist::wire", n);
+  cast(ex, narrow, Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(buffer, n));
   ex.fence();
   MPI_Op op;
   check(MPI_Op_create(&bf16_sum, 1, &op), "MPI_Op_create");
-  reduce_scatter(narrow.data(), n * sizeof(bf16), narrow_part.data(), mine * sizeof(bf16), MPI_UINT16_T, op, false);
+  on_host(narrow.data(), n * sizeof(bf16), false, true, true, [&](void* data) {
+    check(MPI_Reduce_scatter(MPI_IN_PLACE, data, c.data(), MPI_UINT16_T, op, comm_), "MPI_Reduce_scatter");
+  });
   MPI_Op_free(&op);
-  cast(ex, Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(part, mine), narrow_part);
+  cast(ex, floats(buffer + first, mine), Kokkos::subview(narrow, std::make_pair(std::size_t(0), mine)));
   ex.fence();
 }
 

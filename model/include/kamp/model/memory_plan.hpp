@@ -42,8 +42,8 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
 /// Everything kamp allocates to train `model` with micro-batches of `batch` sequences: the state
 /// of its flat buffers (parameter table with alignment padding) and its activation buffers,
 /// each in the dtype the policy gives its layer. With `shards` > 1 and `sharding::optimizer`,
-/// what kamp's data-parallel trainer holds per rank (its gradient shard and gathered fp32
-/// weights included); other splits plan the ZeRO stage's state only.
+/// what kamp's data-parallel trainer holds per rank (the fp32 weights AMP reads exactly,
+/// gathered from the shards, included); other splits plan the ZeRO stage's state only.
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards = 1,
                         sharding split = sharding::optimizer);
 

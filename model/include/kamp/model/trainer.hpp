@@ -56,7 +56,8 @@ class trainer {
   ~trainer();
 
   step_report step();
-  /// Mean loss over `batches` fixed validation batches (the same ones every call).
+  /// Mean loss over `batches` fixed validation batches (the same ones every call; on N ranks
+  /// of batch B the same windows as one process's batches of N x B).
   double validation_loss(int batches);
 
   gpt<float>& model() { return *model_; }
@@ -101,7 +102,6 @@ class trainer {
   const token_dataset& data_;
   parallel_options parallel_;
   std::vector<std::pair<std::size_t, std::size_t>> spans_;  ///< every rank's shard
-  Kokkos::View<float*, gpt<float>::memory_space> gradient_shard_;
   /// Sharded AMP: the fp32 values of exactly_read_parameters(), gathered from the master shards.
   tensor_table exact_layout_;
   Kokkos::View<float*, gpt<float>::memory_space> exact_gathered_;

@@ -38,11 +38,12 @@ class communicator {
   /// Rank `root`'s bytes on every rank.
   void broadcast(std::vector<unsigned char>& bytes, int root) const;
 
-  /// Sums `full` (this rank's n = Σ counts fp32 elements) over the ranks and leaves on each
-  /// rank its part: rank r gets elements [Σ_{q<r} counts[q], +counts[r]) in `part`. `wire`
-  /// (fp32 or bf16) is the type on the network and of the partial sums: bf16 halves the bytes,
-  /// each addition then rounds to bf16 (round-to-nearest-even), as PyTorch's bf16 all-reduce.
-  void reduce_scatter_sum(const float* full, float* part, const std::vector<std::size_t>& counts, dtype wire) const;
+  /// Sums `buffer` (n = Σ counts fp32 elements on every rank) over the ranks, in place: on
+  /// return rank r's part, elements [Σ_{q<r} counts[q], +counts[r]), holds the sums; the rest of
+  /// the buffer is scratch. `wire` (fp32 or bf16) is the type on the network and of the partial
+  /// sums: bf16 halves the bytes, each addition then rounds to bf16 (nearest even), as PyTorch's
+  /// bf16 all-reduce does.
+  void reduce_scatter_sum(float* buffer, const std::vector<std::size_t>& counts, dtype wire) const;
   /// In place: every rank's `spans[rank]` = [first, last) elements of `buffer` (elements of
   /// `element_bytes` bytes) sent to every other rank.
   void all_gather(void* buffer, std::size_t element_bytes,
