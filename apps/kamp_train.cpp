@@ -340,8 +340,14 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Under mpirun/srun every rank runs this program; without a launcher MPI is not touched.
-  const kamp::dist::environment mpi(argc, argv);
+  std::optional<kamp::dist::environment> mpi;
+  try {
+    // Under mpirun/srun every rank runs this program; without a launcher MPI is not touched.
+    mpi.emplace(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kamp-train: error: %s\n", e.what());
+    return 1;
+  }
   CLI::App app{"kamp-train: train a small GPT with kamp's mixed-precision kernels.\n"
                "With no options it trains the reference model (4 layers, 4 heads, d_model 256, context 128, "
                "batch 16, AdamW lr 3e-4) in amp_bf16 on the built-in corpus."};
@@ -354,9 +360,9 @@ int main(int argc, char** argv) {
   }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return train(settings, app.config_to_str(true, false), mpi.world());
+    return train(settings, app.config_to_str(true, false), mpi->world());
   } catch (const std::exception& e) {
-    const auto& ranks = mpi.world();
+    const auto& ranks = mpi->world();
     if (!ranks.distributed()) {
       std::fprintf(stderr, "kamp-train: error: %s\n", e.what());
       return 1;
@@ -364,7 +370,6 @@ int main(int argc, char** argv) {
     // The other ranks may wait in a collective for this one: stop them all.
     std::fprintf(stderr, "kamp-train: error (rank %d of %d): %s\n", ranks.rank(), ranks.size(), e.what());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
+    ranks.abort(1);
   }
 }

@@ -20,14 +20,10 @@ if(HDF5_VERSION VERSION_LESS 1.10)
 endif()
 message(STATUS "kamp: HDF5 ${HDF5_VERSION}: ${HDF5_INCLUDE_DIRS}")
 
-# Data-parallel training (kamp::dist) uses MPI's C API; kamp::model's headers include mpi.h.
-find_package(MPI REQUIRED COMPONENTS C)
-message(STATUS "kamp: MPI ${MPI_C_VERSION}: ${MPIEXEC_EXECUTABLE}")
-
-# Vendor GEMM paths ("TPLs"), each found automatically and switchable off; without them the
-# portable kernel runs. AUTO: use when found; ON: required; OFF: never.
-function(kamp_optional_dependency name package)
-  set(KAMP_ENABLE_${name} AUTO CACHE STRING "Use ${package} for GEMM (AUTO, ON, OFF)")
+# Optional dependencies, each found automatically and switchable off. AUTO: use when found;
+# ON: required; OFF: never.
+function(kamp_optional_dependency name package purpose)
+  set(KAMP_ENABLE_${name} AUTO CACHE STRING "Use ${package} for ${purpose} (AUTO, ON, OFF)")
   set_property(CACHE KAMP_ENABLE_${name} PROPERTY STRINGS AUTO ON OFF)
   set(found OFF)
   if(NOT KAMP_ENABLE_${name} STREQUAL "OFF")
@@ -39,14 +35,22 @@ function(kamp_optional_dependency name package)
     set(found ${${package}_FOUND})
   endif()
   set(KAMP_HAVE_${name} ${found} PARENT_SCOPE)
-  message(STATUS "kamp: ${package} GEMM path: ${found}")
+  message(STATUS "kamp: ${package} for ${purpose}: ${found}")
 endfunction()
 
+# Data-parallel training (kamp::dist) uses MPI's C API; without MPI it is one process only.
+kamp_optional_dependency(MPI MPI "data parallelism" COMPONENTS C)
+if(NOT KAMP_HAVE_MPI AND NOT KAMP_ENABLE_MPI STREQUAL "OFF")
+  message(WARNING "kamp: no MPI found: kamp::dist runs one process only and the mpi tests are not built. "
+                  "Install one (Debian: libopenmpi-dev openmpi-bin) or point MPI_C_COMPILER at its mpicc.")
+endif()
+
+# Vendor GEMM paths ("TPLs"); without them the portable kernel runs.
 # Kokkos Kernels usually sits in Kokkos' prefix; look there too (config mode).
 get_filename_component(kamp_kokkos_prefix "${Kokkos_DIR}/../../.." ABSOLUTE)
-kamp_optional_dependency(KOKKOSKERNELS KokkosKernels PATHS ${kamp_kokkos_prefix})
-kamp_optional_dependency(DNNL dnnl)
+kamp_optional_dependency(KOKKOSKERNELS KokkosKernels "GEMM" PATHS ${kamp_kokkos_prefix})
+kamp_optional_dependency(DNNL dnnl "GEMM")
 set(KAMP_HAVE_CUBLAS OFF)
 if(Kokkos_ENABLE_CUDA)
-  kamp_optional_dependency(CUBLAS CUDAToolkit)
+  kamp_optional_dependency(CUBLAS CUDAToolkit "GEMM")
 endif()

@@ -6,6 +6,7 @@
 #include "world.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <mpi.h>
 
 #include <optional>
 

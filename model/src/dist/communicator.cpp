@@ -203,11 +203,9 @@ void communicator::gather(const void* part, void* full, std::size_t element_byte
   MPI_Type_free(&element);
 }
 
-bool environment::launched() {
-  if (const char* force = std::getenv("KAMP_MPI")) return std::strcmp(force, "0") != 0;
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
-    if (std::getenv(v) != nullptr) return true;
-  return false;
+void communicator::abort(int code) const {
+  if (size_ > 1) MPI_Abort(comm_, code);
+  std::exit(code);
 }
 
 environment::environment(int& argc, char**& argv) {

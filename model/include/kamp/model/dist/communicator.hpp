@@ -1,9 +1,12 @@
 #ifndef KAMP_MODEL_DIST_COMMUNICATOR_HPP
 #define KAMP_MODEL_DIST_COMMUNICATOR_HPP
 
+#include <kamp/config.hpp>
 #include <kamp/numeric/dtype.hpp>
 
+#ifdef KAMP_HAVE_MPI
 #include <mpi.h>
+#endif
 
 #include <cstddef>
 #include <string>
@@ -16,12 +19,14 @@ namespace kamp::dist {
 /// needs. Buffers live in the model's memory space (Kokkos' default); MPI reads them directly
 /// when they are host memory or the MPI library is GPU-aware, else they are staged through host
 /// copies. The default communicator is one process without MPI: rank 0 of 1, every collective
-/// is a copy or nothing, and MPI need not be initialized.
+/// does nothing, and MPI need not be initialized (nor kamp built with it).
 class communicator {
  public:
   communicator() = default;
+#ifdef KAMP_HAVE_MPI
   /// The ranks of `comm` (MPI must be initialized; `comm` is used, not duplicated or freed).
   explicit communicator(MPI_Comm comm);
+#endif
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -53,15 +58,22 @@ class communicator {
   void gather(const void* part, void* full, std::size_t element_bytes, const std::vector<std::size_t>& counts,
               int root) const;
 
+  /// Ends every rank's process with `code` (MPI_Abort): for an error on one rank, which the
+  /// others would wait for in their next collective. One process: std::exit.
+  [[noreturn]] void abort(int code) const;
+
  private:
+#ifdef KAMP_HAVE_MPI
   MPI_Comm comm_ = MPI_COMM_NULL;
+#endif
   int rank_ = 0, size_ = 1;
   bool gpu_aware_ = false;
 };
 
 /// \brief MPI for the lifetime of a program started by an MPI launcher (mpirun, mpiexec, srun):
 /// initialized on construction when `launched()`, finalized on destruction. A program started
-/// without a launcher does not touch MPI and gets the one-process communicator.
+/// without a launcher does not touch MPI and gets the one-process communicator. A kamp built
+/// without MPI refuses to start under a launcher (its ranks would each train alone).
 class environment {
  public:
   environment(int& argc, char**& argv);

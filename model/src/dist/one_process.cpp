@@ -1,0 +1,31 @@
+// kamp::dist in a build without MPI: one process, every collective does nothing.
+#include <kamp/model/dist/communicator.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace kamp::dist {
+
+double communicator::sum(double x) const { return x; }
+float communicator::sum(float x) const { return x; }
+int communicator::max(int x) const { return x; }
+bool communicator::all(bool ok) const { return ok; }
+void communicator::broadcast(std::vector<unsigned char>&, int) const {}
+void communicator::reduce_scatter_sum(float*, const std::vector<std::size_t>&, dtype) const {}
+void communicator::all_gather(void*, std::size_t, const std::vector<std::pair<std::size_t, std::size_t>>&) const {}
+void communicator::gather(const void* part, void* full, std::size_t element_bytes,
+                          const std::vector<std::size_t>& counts, int) const {
+  std::memcpy(full, part, counts.at(0) * element_bytes);
+}
+void communicator::abort(int code) const { std::exit(code); }
+
+environment::environment(int&, char**&) {
+  if (launched())
+    throw std::runtime_error("this kamp was built without MPI but an MPI launcher started it: every rank would "
+                             "train alone. Rebuild kamp with MPI (Debian: libopenmpi-dev), or run without the "
+                             "launcher (KAMP_MPI=0 runs each process alone on purpose)");
+}
+environment::~environment() = default;
+
+}  // namespace kamp::dist
