@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
                   b.total());
     }
     std::printf("\n");
+    if (shards > 1)
+      std::printf("  kamp-train on %d MPI ranks holds what --sharding optimizer plans%s\n", shards,
+                  how == kamp::sharding::optimizer ? " (this plan)" : "; gradients and parameters are not sharded");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kamp-plan: error: %s\n", e.what());

@@ -2,7 +2,8 @@
 # kamp-train on 2 MPI ranks: a resume on 2 ranks is bit-exact (h5diff finds no difference in the
 # step-8 checkpoints); a 2-rank checkpoint resumes on 1 process with batch 2B and a 1-process one
 # on 2 ranks with batch B/2, each continuing the run within the data-parallel tolerance; SIGUSR1
-# (which mpirun forwards; Slurm: --signal) stops every rank at the same step with a checkpoint.
+# (which mpirun forwards; Slurm: --signal) stops every rank at the same step with a checkpoint;
+# an error ends the job with its message.
 # usage: mpi_train.sh KAMP_TRAIN H5DIFF WORKDIR MPIEXEC [MPIEXEC FLAGS...]
 set -euo pipefail
 train=$1 h5diff=$2 work=$3/mpi_train
@@ -42,4 +43,10 @@ kill -USR1 "$launcher"
 wait "$launcher" || fail "the 2-rank run did not exit 0 after SIGUSR1: $(tail -n 5 "$work/signal.log")"
 grep -q "stopped by SIGUSR1 after step" "$work/signal.log" || fail "no stop message: $(tail -n 5 "$work/signal.log")"
 [ "$(ls "$work/signal" | wc -l)" = 1 ] || fail "expected one checkpoint after the stop: $(ls "$work/signal")"
+# An error on the ranks ends the job with the message, not a hang.
+if "${mpi[@]}" "$train" "${tiny[@]}" --batch 4 --diagnose --checkpoint-dir "$work/diagnose" > "$work/diagnose.log" 2>&1; then
+  fail "--diagnose on 2 ranks was accepted"
+fi
+grep -q "error (rank 0 of 2): --diagnose runs the precision doctor in one process" "$work/diagnose.log" ||
+  fail "no error message for --diagnose on 2 ranks: $(tail -n 5 "$work/diagnose.log")"
 echo "2-rank resume is bit-exact; 2 -> 1 and 1 -> 2 continue within 2e-3; SIGUSR1 stops both ranks together"
