@@ -72,12 +72,30 @@ const char* stop_request::name(int signal) {
 std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now,
                    const precision_policy& policy) {
   const bool automatic = which == "auto";
-  const std::vector<std::string> candidates = automatic ? dir.list() : std::vector<std::string>{which};
+  const dist::communicator& ranks = t.parallel().ranks;
+  // Rank 0 lists the directory: every rank then tries the same files in the same order, even
+  // where a shared file system shows the ranks different directory contents for a moment.
+  std::vector<std::string> candidates = automatic ? dir.list() : std::vector<std::string>{which};
+  if (automatic && ranks.distributed()) {
+    std::string joined;
+    for (const auto& c : candidates) joined += c + '\n';
+    std::vector<unsigned char> bytes(joined.begin(), joined.end());
+    ranks.broadcast(bytes, 0);
+    candidates.clear();
+    std::string line;
+    for (const unsigned char c : bytes) {
+      if (c != '\n') {
+        line += char(c);
+        continue;
+      }
+      candidates.push_back(line);
+      line.clear();
+    }
+  }
   if (candidates.empty()) {
     std::printf("  --resume auto: no checkpoint in '%s' yet: starting at step 0\n", dir.path().c_str());
     return "";
   }
-  const dist::communicator& ranks = t.parallel().ranks;
   for (const auto& path : candidates) {
     std::string problem;
     std::optional<training_state> state;

@@ -225,7 +225,13 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
                                 name(parallel.gradient_reduction));
   const tensor_table table = config.parameter_table();
   const dist::communicator& ranks = parallel.ranks;
-  for (int r = 0; r < ranks.size(); ++r) spans_.push_back(table.shard(r, ranks.size()));
+  for (int r = 0; r < ranks.size(); ++r) {
+    spans_.push_back(table.shard(r, ranks.size()));
+    if (spans_.back().first == spans_.back().second)
+      throw std::invalid_argument("trainer: " + std::to_string(ranks.size()) + " ranks leave rank " + std::to_string(r) +
+                                  " without a shard of the " + std::to_string(table.flat_size()) +
+                                  " parameters (shards are multiples of 64): use fewer ranks or a larger model");
+  }
   model_ = std::make_unique<gpt<float>>(config, policy, options.batch);
   optimizer_ = detail::make_optimizer(policy, options, gpt2_initial_weights(config, options.seed), shard());
   if (ranks.distributed() && policy.has_master()) {
@@ -402,7 +408,7 @@ std::string option_name(std::string field) {
 }
 }  // namespace
 
-void trainer::restore(const training_state& s) {
+void trainer::check_restorable(const training_state& s) const {
   const auto fail = [](const std::string& what) { throw std::invalid_argument("the saved state does not fit this run: " + what); };
   std::vector<int> saved;
   detail::for_each_field(s.model, [&](const char*, int v) { saved.push_back(v); });
@@ -446,8 +452,24 @@ void trainer::restore(const training_state& s) {
     fail("inconsistent counters: " + std::to_string(s.steps_taken) + " steps taken of " + std::to_string(s.attempts) +
          " attempts, but the loss scaler saw " + std::to_string(s.scaler.steps) + " updates with " +
          std::to_string(s.scaler.skipped_steps) + " skipped");
-  // The last check that can fail; nothing has changed before it and nothing can fail after it.
-  scaler_.restore(s.scaler);
+}
+
+void trainer::restore(const training_state& s) {
+  // Every rank checks the state it was given; all restore it or none does (restoring is
+  // collective, and a rank left behind would wait in it forever).
+  // The scaler's restore is the last check that can fail; nothing changes before it.
+  std::string problem;
+  const loss_scale_state before = scaler_.host_state();
+  try {
+    check_restorable(s);
+    scaler_.restore(s.scaler);
+  } catch (const std::invalid_argument& e) {
+    problem = e.what();
+  }
+  if (!parallel_.ranks.all(problem.empty())) {
+    if (problem.empty()) scaler_.restore(before);
+    throw std::invalid_argument(problem.empty() ? "the saved state does not fit this run on another rank" : problem);
+  }
   if (parallel_.ranks.distributed()) {
     std::vector<state_tensor> mine;
     for (const auto& t : s.tensors) {

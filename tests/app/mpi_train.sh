@@ -4,11 +4,11 @@
 # on 2 ranks with batch B/2, each continuing the run within the data-parallel tolerance; SIGUSR1
 # (which mpirun forwards; Slurm: --signal) stops every rank at the same step with a checkpoint;
 # an error ends the job with its message.
-# usage: mpi_train.sh KAMP_TRAIN H5DIFF WORKDIR MPIEXEC [MPIEXEC FLAGS...]
+# usage: mpi_train.sh KAMP_TRAIN H5DIFF WORKDIR MPIEXEC-WITH-FLAGS-FOR-2-RANKS...
 set -euo pipefail
 train=$1 h5diff=$2 work=$3/mpi_train
 shift 3
-mpi=("$@" -np 2)
+mpi=("$@")
 tiny=(--layers 1 --heads 2 --d-model 32 --mlp 64 --context 16 --eval-batches 2 --steps 8 --log-every 1)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 loss_at() { grep "^step $2/" "$1" | sed -E 's/.* loss ([0-9.]+).*/\1/'; }

@@ -207,6 +207,24 @@ TEST_CASE("a checkpoint written by N ranks resumes on one process, and one writt
     REQUIRE(same_on_all_ranks(as_bytes(parallel.model_copy_bits())));
     for (int s = 0; s < half; ++s) CHECK(relative(parallel.step().loss, one.step().loss) < 2e-3);
   }
+  SECTION("a state that does not fit on one rank is refused on every rank") {
+    kamp::trainer parallel(tiny_model(), p, options, corpus(), {world()});
+    parallel.step();
+    const auto before = parallel.model_copy_bits();
+    kamp::trainer one(tiny_model(), p, one_options, corpus());
+    one.step();
+    kamp::training_state s = one.state();
+    if (world().rank() == world().size() - 1) s.steps_taken = -1;
+    bool refused = false;
+    try {
+      parallel.restore(s);
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    REQUIRE(world().all(refused));
+    REQUIRE(world().all(parallel.model_copy_bits() == before));
+    REQUIRE(parallel.attempts() == 1);
+  }
   if (world().rank() == 0) std::remove(file.c_str());
 }
 

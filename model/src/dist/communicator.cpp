@@ -33,13 +33,19 @@ void check(int code, const char* call) {
 int as_count(std::size_t n) {
   if (n > std::size_t(INT_MAX))
     throw std::length_error("kamp::dist: " + std::to_string(n) +
-                            " elements in one message exceed MPI's int count: use more ranks");
+                            " elements exceed MPI's int counts and offsets (2^31 - 1): the model is too large "
+                            "for kamp's MPI messages");
   return int(n);
 }
 
 std::vector<int> displacements(const std::vector<int>& counts) {
   std::vector<int> d(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
+  std::size_t offset = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    d[r] = as_count(offset);
+    offset += std::size_t(counts[r]);
+  }
+  as_count(offset);
   return d;
 }
 
@@ -134,9 +140,11 @@ void communicator::reduce_scatter_sum(float* buffer, const std::vector<std::size
   using floats = Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>;
   const Kokkos::DefaultExecutionSpace ex;
   if (wire == dtype::fp32) {
-    // MPI leaves the in-place result at the start of the buffer; it moves to this rank's part
-    // (for equal shards the two ranges never overlap, else through a copy).
-    on_host(buffer, n * sizeof(float), gpu_aware_, true, true, [&](void* data) {
+    // Staged even with GPU-aware MPI: Open MPI's CUDA support stages reduce_scatter_block but not
+    // reduce_scatter, whose sums would then run on the host over device pointers. MPI leaves the
+    // in-place result at the start of the buffer; it moves to this rank's part (for equal
+    // shards the two ranges never overlap, else through a copy).
+    on_host(buffer, n * sizeof(float), false, true, true, [&](void* data) {
       check(MPI_Reduce_scatter(MPI_IN_PLACE, data, c.data(), MPI_FLOAT, MPI_SUM, comm_), "MPI_Reduce_scatter");
     });
     if (first == 0) return;
@@ -218,6 +226,10 @@ environment::environment(int& argc, char**& argv) {
   int provided = 0;
   check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   initialized_ = true;
+  // Kokkos' OpenMP threads run between MPI calls, which only the main thread makes.
+  if (provided < MPI_THREAD_FUNNELED)
+    throw std::runtime_error("kamp::dist: the MPI library does not support MPI_THREAD_FUNNELED, which kamp needs "
+                             "(its OpenMP threads run while the main thread calls MPI)");
   // Errors come back as codes and become exceptions with MPI's message.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   world_ = communicator(MPI_COMM_WORLD);

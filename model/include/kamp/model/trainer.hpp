@@ -89,12 +89,15 @@ class trainer {
   /// naming what does not fit; the trainer is then unchanged, never half-restored. The training
   /// options stay this trainer's own (compare them with `option_differences`).
   /// Each rank of a sharded run takes its shard of a complete state, whatever number of ranks
-  /// wrote it.
+  /// wrote it (every rank passes the complete state, e.g. each reads the checkpoint file); when
+  /// it does not fit on any rank, every rank throws.
   void restore(const training_state& s);
 
  private:
   /// Shares the updated shards: the model copy, and the fp32 weights the model reads exactly.
   void share_weights();
+  /// Throws std::invalid_argument naming what in `s` does not fit this trainer.
+  void check_restorable(const training_state& s) const;
 
   gpt_config config_;
   precision_policy policy_;
