@@ -239,7 +239,10 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
     // are gathered from the shards after every update, the rest stays sharded.
     exact_layout_ = exactly_read_parameters(config, policy);
     exact_gathered_ = Kokkos::View<float*, memory_space>("kamp::dist::exact_weights", exact_layout_.flat_size());
-    for (const auto& [first, last] : spans_) {
+    // Each rank's pieces of those tensors, found once: (offset in its master shard, offset in
+    // the gathered buffer, length); a rank's pieces span one range of the gathered buffer.
+    for (int r = 0; r < ranks.size(); ++r) {
+      const auto [first, last] = spans_[r];
       std::size_t lo = exact_layout_.flat_size(), hi = 0;
       for (const auto& e : exact_layout_.entries()) {
         const auto& f = table[table.index_of(e.name)];
@@ -247,6 +250,7 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
         if (a >= b) continue;
         lo = std::min(lo, e.offset + (a - f.offset));
         hi = std::max(hi, e.offset + (b - f.offset));
+        if (r == ranks.rank()) exact_pieces_.push_back({a - first, e.offset + (a - f.offset), b - a});
       }
       exact_spans_.emplace_back(std::min(lo, hi), hi);
     }
@@ -259,6 +263,12 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
   targets_.resize(tokens_.size());
 }
 
+std::vector<std::size_t> trainer::shard_sizes() const {
+  std::vector<std::size_t> out;
+  for (const auto& [first, last] : spans_) out.push_back(last - first);
+  return out;
+}
+
 void trainer::share_weights() {
   const dist::communicator& ranks = parallel_.ranks;
   if (!ranks.distributed()) return;
@@ -267,18 +277,11 @@ void trainer::share_weights() {
   const weights_ref copy = optimizer_->copy();
   ranks.all_gather(const_cast<void*>(copy.data), size_of(copy.type), spans_);
   if (exact_gathered_.extent(0) == 0) return;
-  const tensor_table table = config_.parameter_table();
-  const auto [first, last] = shard();
   const float* master = static_cast<const float*>(optimizer_->exact().data);
-  for (const auto& e : exact_layout_.entries()) {
-    const auto& f = table[table.index_of(e.name)];
-    const std::size_t a = std::max(first, f.offset), b = std::min(last, f.offset + f.size);
-    if (a >= b) continue;
-    Kokkos::deep_copy(ex,
-                      Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(
-                          exact_gathered_.data() + e.offset + (a - f.offset), b - a),
-                      Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + (a - first), b - a));
-  }
+  for (const auto& p : exact_pieces_)
+    Kokkos::deep_copy(
+        ex, Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(exact_gathered_.data() + p.gathered, p.size),
+        Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + p.master, p.size));
   ex.fence();
   ranks.all_gather(exact_gathered_.data(), sizeof(float), exact_spans_);
 }
@@ -314,10 +317,8 @@ step_report trainer::step() {
   Kokkos::View<float*, memory_space> grads = model_->grads();
   if (ranks.distributed()) {
     loss = ranks.sum(loss) / ranks.size();
-    std::vector<std::size_t> counts;
-    for (const auto& [first, last] : spans_) counts.push_back(last - first);
     ex.fence();
-    ranks.reduce_scatter_sum(grads.data(), counts, parallel_.gradient_reduction);
+    ranks.reduce_scatter_sum(grads.data(), shard_sizes(), parallel_.gradient_reduction);
     grads = Kokkos::subview(grads, shard());
   }
   // One pass: inf/NaN check and the norm; the optimizer applies 1/scale and the clip factor.
@@ -387,8 +388,7 @@ training_state trainer::state() const {
   s.tensors = optimizer_->state();
   const dist::communicator& ranks = parallel_.ranks;
   if (!ranks.distributed()) return s;
-  std::vector<std::size_t> counts;
-  for (const auto& [first, last] : spans_) counts.push_back(last - first);
+  const std::vector<std::size_t> counts = shard_sizes();
   for (auto& t : s.tensors) {
     if (t.role == "model") continue;
     const std::size_t width = size_of(t.type);

@@ -96,6 +96,8 @@ class trainer {
  private:
   /// Shares the updated shards: the model copy, and the fp32 weights the model reads exactly.
   void share_weights();
+  /// Elements of every rank's shard.
+  std::vector<std::size_t> shard_sizes() const;
   /// Throws std::invalid_argument naming what in `s` does not fit this trainer.
   void check_restorable(const training_state& s) const;
 
@@ -108,7 +110,11 @@ class trainer {
   /// Sharded AMP: the fp32 values of exactly_read_parameters(), gathered from the master shards.
   tensor_table exact_layout_;
   Kokkos::View<float*, gpt<float>::memory_space> exact_gathered_;
-  std::vector<std::pair<std::size_t, std::size_t>> exact_spans_;
+  std::vector<std::pair<std::size_t, std::size_t>> exact_spans_;  ///< every rank's range of exact_gathered_
+  struct exact_piece {
+    std::size_t master, gathered, size;
+  };
+  std::vector<exact_piece> exact_pieces_;  ///< this rank's part of exact_gathered_, from its master shard
   std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> gradient_hook_;
   std::unique_ptr<gpt<float>> model_;
   std::unique_ptr<detail::optimizer_slot> optimizer_;
