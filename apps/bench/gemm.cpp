@@ -44,6 +44,7 @@ matrix<T> random_matrix(const char* label, int rows, int cols) {
 // oneDNN's matmul as a user would call it: primitive built once, executed on plain pointers.
 class dnnl_matmul {
  public:
+  /// Throws dnnl::error where oneDNN has no bf16 matmul for this CPU.
   dnnl_matmul(const shape& s, const bf16* a, const bf16* b, float* c)
       : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
     using dims = dnnl::memory::dims;
@@ -106,36 +107,53 @@ void gemm_kernels(report& out, int repeat, bool large) {
 #endif
       gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c_ref);
     };
-    const auto run = [&](const char* what, const auto& body, const auto& reference, const char* reference_label) {
+    const auto run = [&](const std::string& what, const std::string& path, const auto& body, const auto& reference,
+                         const char* reference_label) {
       const paired_timing t = time_against(repeat, body, reference);
       const double gflops = flop / t.seconds / 1e9;
-      std::printf("  %-15s %-34s %8.1f GFLOP/s  %5.2f x %s\n", s.name, what, gflops, t.speed_ratio, reference_label);
+      const std::string label = what + " [" + path + "]";
+      std::printf("  %-15s %-40s %8.1f GFLOP/s  %5.2f x %s\n", s.name, label.c_str(), gflops, t.speed_ratio,
+                  reference_label);
       out.doc()["results"].push_back({{"name", std::string("gemm ") + s.name + " " + what},
                                       {"kind", "gemm"},
+                                      {"path", path},
                                       {"m", s.m},
                                       {"n", s.n},
                                       {"k", s.k},
                                       {"gflop_per_s", gflops},
                                       {"ratio_to_" + std::string(reference_label), t.speed_ratio}});
     };
-    run(host_blas ? "OpenBLAS sgemm (reference)" : "fp32 vendor path (reference)", sgemm, sgemm, reference_name);
+    run(host_blas ? "OpenBLAS sgemm (reference)" : "fp32 vendor path (reference)",
+        host_blas ? "openblas" : gemm_path_for<exec>(s.a, s.b, 1.0f, a32, b32, 0.0f, c_ref), sgemm, sgemm,
+        reference_name);
+    const auto portable = gemm_algorithm::portable;
     run(
-        "kamp portable bf16 -> fp32",
-        [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c, {}, gemm_algorithm::portable); }, sgemm, reference_name);
+        "kamp bf16 -> fp32", "portable", [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c, {}, portable); }, sgemm,
+        reference_name);
     run(
-        "kamp portable fp32", [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c, {}, gemm_algorithm::portable); },
-        sgemm, reference_name);
-    const std::string fp32_path = std::string("kamp fp32 [") + gemm_path<exec, float, float, float>() + "]";
+        "kamp fp32", "portable", [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c, {}, portable); }, sgemm,
+        reference_name);
     run(
-        fp32_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c); }, sgemm, reference_name);
+        "kamp fp32", gemm_path_for<exec>(s.a, s.b, 1.0f, a32, b32, 0.0f, c),
+        [&] { gemm(space, s.a, s.b, 1.0f, a32, b32, 0.0f, c); }, sgemm, reference_name);
+    run(
+        "kamp bf16 -> fp32", gemm_path_for<exec>(s.a, s.b, 1.0f, a16, b16, 0.0f, c),
+        [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c); }, sgemm, reference_name);
+    // What a Linear layer of the model runs: bf16 output rounded once, fp32 bias.
+    const auto bias = random_matrix<float>("bias", 1, s.n);
+    const Kokkos::View<const float*, memory> bias_row(bias.data(), s.n);
+    const auto c16 = random_matrix<bf16>("c16", s.m, s.n);
+    run(
+        "kamp bf16 -> bf16 + bias", gemm_path_for<exec>(s.a, s.b, 1.0f, a16, b16, 0.0f, c16, bias_row),
+        [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c16, bias_row); }, sgemm, reference_name);
 #ifdef KAMP_ENABLE_DNNL
     if constexpr (std::is_same_v<memory, Kokkos::HostSpace>) {
-      dnnl_matmul direct(s, a16.data(), b16.data(), c_ref.data());
-      const auto onednn = [&] { direct(); };
-      run("oneDNN bf16 direct", onednn, sgemm, reference_name);
-      const std::string bf16_path = std::string("kamp bf16 -> fp32 [") + gemm_path<exec, bf16, bf16, float>() + "]";
-      run(
-          bf16_path.c_str(), [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c); }, onednn, "onednn");
+      try {
+        dnnl_matmul direct(s, a16.data(), b16.data(), c_ref.data());
+        run("oneDNN bf16 direct", "dnnl", [&] { direct(); }, sgemm, reference_name);
+      } catch (const dnnl::error&) {
+        std::printf("  %-15s oneDNN bf16 direct: no bf16 matmul on this CPU\n", s.name);
+      }
     }
 #endif
   }

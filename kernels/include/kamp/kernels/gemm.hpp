@@ -2,12 +2,9 @@
 #define KAMP_KERNELS_GEMM_HPP
 
 #include <kamp/config.hpp>
-#include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/impl/gemm_dispatch.hpp>
 #include <kamp/kernels/impl/gemm_portable.hpp>
-#include <kamp/kernels/tpls/gemm_cublas.hpp>
-#include <kamp/kernels/tpls/gemm_dnnl.hpp>
-#include <kamp/kernels/tpls/gemm_kokkosblas.hpp>
-#include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
+#include <kamp/kernels/impl/gemm_widened.hpp>
 #include <kamp/numeric/dtype.hpp>
 #include <kamp/numeric/format.hpp>
 
@@ -15,23 +12,11 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace kamp {
-
-/// op(X) of a GEMM operand.
-enum class op { none, transpose };
-
-/// Which implementation runs: the vendor library when one exists for the types (and accepts
-/// the shapes), else the portable kernel; or the portable kernel always.
-enum class gemm_algorithm { automatic, portable };
-
 namespace detail {
-
-template <class T>
-const char* dtype_name() {
-  return name(dtype_of<T>());
-}
 
 template <class View>
 void check_gemm_operand(const View& v, const char* what) {
@@ -46,27 +31,6 @@ void check_gemm_operand(const View& v, const char* what) {
 template <class AView, class BView, class CView>
 using gemm_accum_t = common_accum_t<typename AView::non_const_value_type, typename BView::non_const_value_type,
                                     typename CView::non_const_value_type>;
-
-template <class ExecutionSpace, class TA, class TB, class TC>
-void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm) {
-  using tpl = gemm_tpl<ExecutionSpace, TA, TB, TC>;
-  std::string path = "portable";
-  if constexpr (tpl::available) {
-    if (algorithm == gemm_algorithm::automatic && tpl::accepts(p)) path = tpl::name;
-  }
-  const std::string region =
-      "kamp::gemm[" + path + "," + dtype_name<TA>() + "," + dtype_name<TB>() + "," + dtype_name<TC>() + "]";
-  Kokkos::Profiling::pushRegion(region);
-  if constexpr (tpl::available) {
-    if (path != "portable") {
-      tpl::run(space, p);
-      Kokkos::Profiling::popRegion();
-      return;
-    }
-  }
-  gemm_portable(space, p);
-  Kokkos::Profiling::popRegion();
-}
 
 /// Checks op(A) op(B) against C and describes the problem in raw pointers and strides. Works for
 /// rank-2 views (one matrix) and rank-3 views (batch, rows, cols) alike.
@@ -121,16 +85,37 @@ auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AVi
 
 }  // namespace detail
 
-/// \brief The implementation `gemm` picks for these types, shapes aside ("portable", "kokkosblas",
-/// "dnnl", "cublas"); also the first word of its Kokkos Tools region `kamp::gemm[path,...]`.
+/// \brief Which path a GEMM takes and why.
+struct gemm_path_info {
+  std::string path;    ///< "portable", "kokkosblas", "dnnl", "cublas": the first word of `kamp::gemm[path,...]`
+  std::string reason;  ///< what each vendor path said of the problem, in the order they are tried
+};
+
+/// \brief The path `gemm` takes on this machine for (A, B, C) element types on this execution
+/// space, decided as for a 256 x 256 x 256 problem (contiguous, no bias, alpha 1, beta 0).
+/// Vendor paths are asked whether they serve it here (oneDNN's own answer, the device's compute
+/// capability), so the answer can differ between machines running one binary.
 template <class ExecutionSpace, class TA, class TB, class TC>
-const char* gemm_path() {
-  using tpl = detail::gemm_tpl<ExecutionSpace, TA, TB, TC>;
-  if constexpr (tpl::available) {
-    return tpl::name;
-  } else {
-    return "portable";
-  }
+gemm_path_info gemm_path_on_this_machine() {
+  constexpr int s = 256;
+  const detail::gemm_problem<TA, TB, TC> p{s, s, s, 1, false, false, 1.0f, 0.0f, nullptr, s, 0, nullptr, s, 0,
+                                           nullptr, s, 0, nullptr};
+  const detail::gemm_route<ExecutionSpace, TA, TB, TC> route(p, gemm_algorithm::automatic,
+                                                             detail::gemm_vendor_order());
+  return {route.path, detail::gemm_explanation<ExecutionSpace>(p, route.path, detail::gemm_vendor_order())};
+}
+
+/// \brief The path one particular call of `gemm` takes (its shapes, strides, bias, alpha, beta).
+template <class ExecutionSpace, class AView, class BView, class CView>
+std::string gemm_path_for(op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta, const CView& C,
+                          const Kokkos::View<const detail::gemm_accum_t<AView, BView, CView>*,
+                                             typename ExecutionSpace::memory_space>& bias = {}) {
+  const auto p = detail::make_gemm_problem("kamp::gemm_path_for", op_a, op_b, alpha, A, B, beta, C, bias.data(),
+                                           bias.extent(0));
+  return detail::gemm_route<ExecutionSpace, typename AView::non_const_value_type,
+                            typename BView::non_const_value_type, typename CView::non_const_value_type>(
+             p, gemm_algorithm::automatic, detail::gemm_vendor_order())
+      .path;
 }
 
 /// \brief C = alpha * op(A) * op(B) + beta * C (+ bias on every row), row-major.

@@ -10,6 +10,7 @@
 #if defined(KAMP_ENABLE_CUBLAS) && defined(KOKKOS_ENABLE_CUDA)
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -36,11 +37,44 @@ inline cublasHandle_t cublas_handle() {
   return handle;
 }
 
+/// The compute capability (major * 10 + minor) of the device Kokkos runs on, read once.
+inline int cuda_compute_capability() {
+  static const int cc = [] {
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return major * 10 + minor;
+  }();
+  return cc;
+}
+
+/// cublasGemmEx takes bf16 operands from compute capability 8.0 on, fp16 from 5.3.
+template <class T>
+constexpr int cublas_minimum_capability() {
+  return std::is_same_v<T, bf16> ? 80 : std::is_same_v<T, fp16> ? 53 : 0;
+}
+
 template <class TA, class TB, class TC>
-struct gemm_tpl<Kokkos::Cuda, TA, TB, TC> {
-  static constexpr bool available = true;
+struct gemm_tpl<cublas_path, Kokkos::Cuda, TA, TB, TC> {
+  static constexpr bool available = !std::is_same_v<TA, double> && !std::is_same_v<TB, double> &&
+                                    !std::is_same_v<TC, double>;
   static constexpr const char* name = "cublas";
-  static bool accepts(const gemm_problem<TA, TB, TC>& p) { return p.bias == nullptr && p.k > 0; }
+  static constexpr int needed = std::max({cublas_minimum_capability<TA>(), cublas_minimum_capability<TB>(),
+                                           cublas_minimum_capability<TC>()});
+  static bool accepts(const gemm_problem<TA, TB, TC>& p) {
+    return p.bias == nullptr && p.k > 0 && cuda_compute_capability() >= needed;
+  }
+  static std::string explain(const gemm_problem<TA, TB, TC>& p) {
+    const std::string device = "compute capability " + std::to_string(cuda_compute_capability() / 10) + "." +
+                               std::to_string(cuda_compute_capability() % 10);
+    if (cuda_compute_capability() < needed)
+      return "cublasGemmEx needs compute capability " + std::to_string(needed / 10) + "." +
+             std::to_string(needed % 10) + " for these types; this device has " + device;
+    if (p.k == 0) return "not called for K = 0";
+    if (p.bias != nullptr) return "cublasGemmEx adds no bias";
+    return "cublasGemmStridedBatchedEx, fp32 compute, " + device;
+  }
   static void run(const Kokkos::Cuda& space, const gemm_problem<TA, TB, TC>& p) {
     const cublasHandle_t h = cublas_handle();
     cublasSetStream(h, space.cuda_stream());

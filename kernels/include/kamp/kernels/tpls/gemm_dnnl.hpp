@@ -1,11 +1,15 @@
 #ifndef KAMP_KERNELS_TPLS_GEMM_DNNL_HPP
 #define KAMP_KERNELS_TPLS_GEMM_DNNL_HPP
 
-// bf16 x bf16 -> fp32 or bf16 on the host through oneDNN's matmul primitive (fp32 accumulation,
-// optional fp32 bias; on CPUs with AVX512-BF16 or AMX it uses the native bf16 dot products).
+// bf16 x bf16 -> fp32 or bf16, and fp32 x fp32 -> fp32, on the host through oneDNN's matmul
+// primitive (fp32 accumulation, optional fp32 bias, any strides; on CPUs with AVX512-BF16 or AMX
+// it uses the native bf16 dot products, elsewhere its jit sgemm, which on AVX2 outruns OpenBLAS).
+// oneDNN decides whether it serves a problem: no implementation for the types on this CPU (bf16
+// in oneDNN 2.6 below AVX-512), or only its reference one, and the problem goes to the next path.
 #include <kamp/config.hpp>
 #include <kamp/kernels/impl/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
+#include <kamp/numeric/dtype.hpp>
 #include <kamp/numeric/format.hpp>
 
 #ifdef KAMP_ENABLE_DNNL
@@ -13,6 +17,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -30,53 +35,101 @@ class dnnl_context {
     return context;
   }
   using key = std::tuple<int, int, int, int, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, std::int64_t, float, float, bool, bool>;
+                         std::int64_t, std::int64_t, float, float, bool, dtype, dtype, dtype>;
 
   /// The whole (strided-batched) problem as one matmul where oneDNN has an optimized batched
   /// kernel for its strides, else one 2-D matmul per batch (oneDNN's reference batched kernel
   /// is orders of magnitude slower than a loop of optimized ones).
-  template <class TC>
-  void matmul(const gemm_problem<bf16, bf16, TC>& p) {
+  template <class TA, class TB, class TC>
+  void matmul(const gemm_problem<TA, TB, TC>& p) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const key k{p.m,        p.n,        p.k,       p.batch, p.trans_a, p.trans_b,        p.lda,
-                p.ldb,      p.ldc,      p.stride_a, p.stride_b, p.stride_c, p.alpha, p.beta, p.bias != nullptr,
-                std::is_same_v<TC, bf16>};
-    auto it = cache_.find(k);
-    if (it == cache_.end()) it = cache_.emplace(k, make(p)).first;
-    auto& e = it->second;
+    entry& e = find(p);
     for (int b = 0; b < (e.per_batch ? p.batch : 1); ++b) {
-      dnnl::memory a(e.a, engine_, const_cast<bf16*>(p.a + b * p.stride_a));
-      dnnl::memory bm(e.b, engine_, const_cast<bf16*>(p.b + b * p.stride_b));
+      dnnl::memory a(e.a, engine_, const_cast<TA*>(p.a + b * p.stride_a));
+      dnnl::memory bm(e.b, engine_, const_cast<TB*>(p.b + b * p.stride_b));
       dnnl::memory c(e.c, engine_, p.c + b * p.stride_c);
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, c}};
       if (p.bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, const_cast<float*>(p.bias)));
-      e.primitive.execute(stream_, args);
+      e.primitive->execute(stream_, args);
     }
     stream_.wait();
+  }
+
+  /// Whether oneDNN has an optimized (not reference) matmul for this problem on this CPU.
+  template <class TA, class TB, class TC>
+  bool serves(const gemm_problem<TA, TB, TC>& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return find(p).primitive.has_value();
+  }
+
+  /// The implementation oneDNN chose for this problem, or why there is none.
+  template <class TA, class TB, class TC>
+  std::string explain(const gemm_problem<TA, TB, TC>& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const entry& e = find(p);
+    const dnnl_version_t* v = dnnl_version();
+    const std::string library = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                                std::to_string(v->patch);
+    const std::string cpu = "this CPU (oneDNN's ISA: " + isa_name() + ")";
+    const std::string types = std::string(name(dtype_of<TA>())) + " x " + name(dtype_of<TB>()) + " -> " +
+                              name(dtype_of<TC>());
+    if (e.primitive) return library + " matmul " + e.implementation + " on " + cpu;
+    if (e.implementation.empty()) return library + " has no " + types + " matmul on " + cpu;
+    return library + " has only its reference " + types + " matmul (" + e.implementation + ") on " + cpu;
   }
 
  private:
   struct entry {
     dnnl::memory::desc a, b, c, bias;
-    dnnl::matmul primitive;
-    bool per_batch;  ///< the descriptors are one batch's; the call loops over batches
-    std::string implementation;
+    std::optional<dnnl::matmul> primitive;  ///< none: oneDNN does not serve the problem
+    bool per_batch;                         ///< the descriptors are one batch's; the call loops over batches
+    std::string implementation;             ///< oneDNN's name for it; empty where it has none at all
   };
   dnnl_context() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
-  template <class TC>
-  entry make(const gemm_problem<bf16, bf16, TC>& p) {
+  template <class TA, class TB, class TC>
+  entry& find(const gemm_problem<TA, TB, TC>& p) {
+    const key k{p.m,        p.n,        p.k,       p.batch,          p.trans_a,        p.trans_b,
+                p.lda,      p.ldb,      p.ldc,     p.stride_a,       p.stride_b,       p.stride_c,
+                p.alpha,    p.beta,     p.bias != nullptr, dtype_of<TA>(), dtype_of<TB>(), dtype_of<TC>()};
+    auto it = cache_.find(k);
+    if (it == cache_.end()) it = cache_.emplace(k, make(p)).first;
+    return it->second;
+  }
+
+  static bool is_reference(const std::string& implementation) { return implementation.rfind("ref", 0) == 0; }
+
+  template <class TA, class TB, class TC>
+  entry make(const gemm_problem<TA, TB, TC>& p) {
     if (p.batch > 1) {
       entry batched = make(p, p.batch);
-      if (batched.implementation.rfind("ref", 0) != 0) return batched;
+      if (batched.primitive) return batched;
     }
     entry single = make(p, 1);
     single.per_batch = p.batch > 1;
     return single;
   }
 
-  template <class TC>
-  entry make(const gemm_problem<bf16, bf16, TC>& p, int batch) {
+  static std::string isa_name() {
+    switch (dnnl::get_effective_cpu_isa()) {
+      case dnnl::cpu_isa::sse41: return "sse41";
+      case dnnl::cpu_isa::avx: return "avx";
+      case dnnl::cpu_isa::avx2: return "avx2";
+      case dnnl::cpu_isa::avx512_core: return "avx512_core";
+      case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+      case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+      case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+      default: return "other";
+    }
+  }
+
+  template <class T>
+  static dnnl::memory::data_type type_of() {
+    return std::is_same_v<T, bf16> ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+  }
+
+  template <class TA, class TB, class TC>
+  entry make(const gemm_problem<TA, TB, TC>& p, int batch) {
     using dims = dnnl::memory::dims;
     using dt = dnnl::memory::data_type;
     // Row-major with leading dimensions, and (for batch > 1) a leading batch dimension with its
@@ -87,9 +140,9 @@ class dnnl_context {
       if (batch == 1) return dnnl::memory::desc({rows, cols}, type, matrix);
       return dnnl::memory::desc({batch, rows, cols}, type, dims{stride, matrix[0], matrix[1]});
     };
-    const dnnl::memory::desc a = desc(p.m, p.k, dt::bf16, p.lda, p.stride_a, p.trans_a);
-    const dnnl::memory::desc b = desc(p.k, p.n, dt::bf16, p.ldb, p.stride_b, p.trans_b);
-    const dnnl::memory::desc c = desc(p.m, p.n, std::is_same_v<TC, bf16> ? dt::bf16 : dt::f32, p.ldc, p.stride_c, false);
+    const dnnl::memory::desc a = desc(p.m, p.k, type_of<TA>(), p.lda, p.stride_a, p.trans_a);
+    const dnnl::memory::desc b = desc(p.k, p.n, type_of<TB>(), p.ldb, p.stride_b, p.trans_b);
+    const dnnl::memory::desc c = desc(p.m, p.n, type_of<TC>(), p.ldc, p.stride_c, false);
     const dnnl::memory::desc bias = p.bias == nullptr ? dnnl::memory::desc()
                                     : batch == 1      ? dnnl::memory::desc({1, p.n}, dt::f32, dims{p.n, 1})
                                                       : dnnl::memory::desc({1, 1, p.n}, dt::f32, dims{p.n, p.n, 1});
@@ -100,9 +153,16 @@ class dnnl_context {
       ops.append_sum(p.beta);
       attr.set_post_ops(ops);
     }
-    const dnnl::matmul::primitive_desc pd(
-        p.bias != nullptr ? dnnl::matmul::desc(a, b, bias, c) : dnnl::matmul::desc(a, b, c), attr, engine_);
-    return {a, b, c, bias, dnnl::matmul(pd), false, pd.impl_info_str()};
+    entry e{a, b, c, bias, std::nullopt, false, {}};
+    try {
+      const dnnl::matmul::primitive_desc pd(
+          p.bias != nullptr ? dnnl::matmul::desc(a, b, bias, c) : dnnl::matmul::desc(a, b, c), attr, engine_);
+      e.implementation = pd.impl_info_str();
+      if (!is_reference(e.implementation)) e.primitive = dnnl::matmul(pd);
+    } catch (const dnnl::error&) {
+      // No implementation for these types on this CPU: the problem takes the next path.
+    }
+    return e;
   }
 
   dnnl::engine engine_;
@@ -111,24 +171,33 @@ class dnnl_context {
   std::map<key, entry> cache_;
 };
 
-template <class TC>
+template <class TA, class TB, class TC>
 struct gemm_tpl_dnnl {
+  using problem = gemm_problem<TA, TB, TC>;
   static constexpr bool available = true;
   static constexpr const char* name = "dnnl";
   /// oneDNN's sum post-op reads C, so beta != 0 with NaN in C behaves as BLAS does. oneDNN
   /// scales (AB + bias) by alpha where kamp computes alpha·AB + bias: with a bias, alpha must be 1.
-  static bool accepts(const gemm_problem<bf16, bf16, TC>& p) {
-    return p.k > 0 && (p.bias == nullptr || p.alpha == 1.0f);
+  static bool accepts(const problem& p) {
+    return p.k > 0 && (p.bias == nullptr || p.alpha == 1.0f) && dnnl_context::instance().serves(p);
   }
-  static void run(const Kokkos::DefaultHostExecutionSpace& space, const gemm_problem<bf16, bf16, TC>& p) {
+  static std::string explain(const problem& p) {
+    if (p.k == 0) return "oneDNN is not called for K = 0";
+    if (p.bias != nullptr && p.alpha != 1.0f) return "oneDNN scales the bias by alpha";
+    return dnnl_context::instance().explain(p);
+  }
+  static void run(const Kokkos::DefaultHostExecutionSpace& space, const problem& p) {
     space.fence();  // oneDNN runs on its own threads, after Kokkos work that produced A and B
     dnnl_context::instance().matmul(p);
   }
 };
 template <>
-struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, bf16, bf16, float> : gemm_tpl_dnnl<float> {};
+struct gemm_tpl<dnnl_path, Kokkos::DefaultHostExecutionSpace, bf16, bf16, float> : gemm_tpl_dnnl<bf16, bf16, float> {};
 template <>
-struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, bf16, bf16, bf16> : gemm_tpl_dnnl<bf16> {};
+struct gemm_tpl<dnnl_path, Kokkos::DefaultHostExecutionSpace, bf16, bf16, bf16> : gemm_tpl_dnnl<bf16, bf16, bf16> {};
+template <>
+struct gemm_tpl<dnnl_path, Kokkos::DefaultHostExecutionSpace, float, float, float>
+    : gemm_tpl_dnnl<float, float, float> {};
 
 }  // namespace kamp::detail
 

@@ -10,12 +10,14 @@
 #ifdef KAMP_ENABLE_KOKKOSKERNELS
 #include <KokkosBlas3_gemm.hpp>
 
+#include <string>
+
 namespace kamp::detail {
 
 // The host's default execution space only: KokkosBlas::gemm (3.4 API) runs on the views'
 // default space, and on CUDA kamp calls cuBLAS itself (tpls/gemm_cublas.hpp).
 template <>
-struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, float, float, float> {
+struct gemm_tpl<kokkosblas_path, Kokkos::DefaultHostExecutionSpace, float, float, float> {
   using ExecutionSpace = Kokkos::DefaultHostExecutionSpace;
   static constexpr bool available = true;
   static constexpr const char* name = "kokkosblas";
@@ -26,6 +28,13 @@ struct gemm_tpl<Kokkos::DefaultHostExecutionSpace, float, float, float> {
   static bool accepts(const gemm_problem<float, float, float>& p) {
     return p.k > 0 && p.bias == nullptr && p.lda == (p.trans_a ? p.m : p.k) && p.ldb == (p.trans_b ? p.k : p.n) &&
            p.ldc == p.n;
+  }
+
+  static std::string explain(const gemm_problem<float, float, float>& p) {
+    if (p.k == 0) return "KokkosBlas leaves C unscaled for K = 0";
+    if (p.bias != nullptr) return "KokkosBlas adds no bias";
+    if (!accepts(p)) return "KokkosBlas reaches its BLAS only for contiguous rows";
+    return "Kokkos Kernels' BLAS sgemm";
   }
 
   static void run(const ExecutionSpace&, const gemm_problem<float, float, float>& p) {
