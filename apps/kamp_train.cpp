@@ -203,6 +203,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
               data.size(kamp::token_dataset::split::train), data.size(kamp::token_dataset::split::validation));
   std::printf("  Kokkos execution space: %s, concurrency %d\n", Kokkos::DefaultExecutionSpace::name(),
               Kokkos::DefaultExecutionSpace().concurrency());
+  for (const std::string& line : kamp::gemm_paths(s.policy)) std::printf("  GEMMs %s\n", line.c_str());
   if (ranks.distributed())
     std::printf("  data parallel: %d MPI ranks x batch %d = %d sequences per micro-batch; each rank owns 1/%d of the "
                 "optimizer state; gradients reduced in %s%s\n",

@@ -14,24 +14,21 @@ case "$backend" in host|hip|cuda) ;; *) kamp_die "unknown backend '$backend'" "u
 
 src_root="$KAMP_CACHE_DIR/src/kokkos-$KAMP_KOKKOS_VERSION"
 prefix="$KAMP_CACHE_DIR/install/kokkos-$KAMP_KOKKOS_VERSION-$backend"
-# The stamp changes whenever the build recipe does, so an old cache is rebuilt rather than trusted.
+source "$(dirname "${BASH_SOURCE[0]}")/kokkos_arch.sh"
 # Kokkos passes its host arch flags (-march=...) on to everything built against it; without
 # them the 16-bit conversions compile to SSE2 only. KAMP_KOKKOS_HOST_ARCH overrides the guess
 # (a Kokkos arch name such as SKX, ZEN2, HSW, or "none").
-detect_host_arch() {
-  local flags vendor
-  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-  vendor=$(grep -m1 '^vendor_id' /proc/cpuinfo 2>/dev/null || true)
-  # SKX (-march=skylake-avx512) also runs on AMD Zen 4 and later, which have its AVX-512 subsets.
-  if [[ $flags == *" avx512bw "* && $flags == *" avx512vl "* ]]; then echo SKX
-  elif [[ $vendor == *AuthenticAMD* && $flags == *" avx2 "* ]]; then echo ZEN2
-  elif [[ $flags == *" avx2 "* ]]; then echo HSW
-  fi
-}
-host_arch=${KAMP_KOKKOS_HOST_ARCH:-$(detect_host_arch)}
-[ "$host_arch" = none ] && host_arch=
+host_arch=
+if [ "$backend" = host ]; then
+  cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2- || true)
+  host_arch=${KAMP_KOKKOS_HOST_ARCH:-$(kamp_host_arch "$cpu_flags" "$(grep -m1 '^vendor_id' /proc/cpuinfo 2>/dev/null || true)")}
+  # One prefix per arch: a cache shared between CPU kinds (a home directory on a cluster whose
+  # login and compute nodes differ) keeps one build for each instead of rebuilding in turn.
+  prefix+="-$host_arch"
+fi
+# The stamp changes whenever the build recipe does, so an old cache is rebuilt rather than trusted.
 stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=6"
-[ "$backend" = host ] && stamp_text+=" arch=${host_arch:-none}"
+[ "$backend" = host ] && stamp_text+=" arch=$host_arch"
 [ "$backend" = cuda ] && stamp_text+=" patch=$(sha256sum "$KAMP_REPO_DIR/tools/patches/kokkos-3.4.01-cuda13.patch" | cut -c1-16)"
 
 fetch_sources() {
@@ -86,8 +83,16 @@ mkdir -p "$KAMP_CACHE_DIR"
 exec 9>"$KAMP_CACHE_DIR/.lock"
 flock 9
 
-if [ -f "$prefix/.kamp-stamp" ] && [ "$(cat "$prefix/.kamp-stamp")" = "$stamp_text" ]; then
-  echo "Kokkos $KAMP_KOKKOS_VERSION ($backend) already built in $prefix"
+decision=reuse
+if [ "$backend" = host ]; then
+  cached_arch=$(sed -n 's/.* arch=\([A-Za-z0-9_]*\).*/\1/p' "$prefix/.kamp-stamp" 2>/dev/null || true)
+  decision=$(kamp_kokkos_cache_decision "$host_arch" "$cached_arch" "$cpu_flags")
+  case "$decision" in
+    refuse:*) kamp_die "${decision#refuse: }" "KAMP_KOKKOS_HOST_ARCH=$host_arch was given on a CPU that cannot run it" ;;
+  esac
+fi
+if [ "$decision" = reuse ] && [ -f "$prefix/.kamp-stamp" ] && [ "$(cat "$prefix/.kamp-stamp")" = "$stamp_text" ]; then
+  echo "Kokkos $KAMP_KOKKOS_VERSION ($backend${host_arch:+, arch $host_arch}) already built in $prefix"
   echo "$prefix" > "$KAMP_CACHE_DIR/kokkos-$backend.prefix"
   exit 0
 fi
@@ -103,7 +108,7 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" -DC
         -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 case "$backend" in
   host) backend_flags=(-DKokkos_ENABLE_OPENMP=ON)
-        [ -n "$host_arch" ] && backend_flags+=("-DKokkos_ARCH_$host_arch=ON") ;;
+        [ "$host_arch" != none ] && backend_flags+=("-DKokkos_ARCH_$host_arch=ON") ;;
   hip)
     command -v hipcc >/dev/null || kamp_die "hipcc not found" "install Debian's hipcc package (tools/gpu-compile-check.sh hip does this)"
     export HIP_PLATFORM=${HIP_PLATFORM:-amd}  # else hipcc uses nvcc whenever a CUDA toolkit is present

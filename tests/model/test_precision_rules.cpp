@@ -1,5 +1,6 @@
 // The precision rules: the llama-recipes guard, quantization, fp16 without loss scaling, and
 // bf16 on hardware without it; each rule triggered and each message checked.
+#include <kamp/kernels/gemm.hpp>
 #include <kamp/model/precision_rules.hpp>
 
 #include <catch2/catch.hpp>
@@ -88,7 +89,8 @@ TEST_CASE("amp_fp16 without a loss scaler is refused unless forced", "[model][ru
   CHECK(o.scaler.init_scale == 1.0f);
 }
 
-TEST_CASE("bf16 without native hardware support is a warning naming what was detected", "[model][rules]") {
+TEST_CASE("bf16 without native hardware support is a note naming what was detected and what it costs",
+          "[model][rules]") {
   const auto x86_old = kamp::cpu_bf16_support("fpu sse2 avx2 fma avx512f");
   CHECK_FALSE(x86_old.native_bf16);
   CHECK(kamp::cpu_bf16_support("fp asimd bf16 i8mm").native_bf16);
@@ -98,10 +100,24 @@ TEST_CASE("bf16 without native hardware support is a warning naming what was det
   for (const auto m : {kamp::precision_mode::amp_bf16, kamp::precision_mode::pure_bf16}) {
     const auto f = kamp::check_precision(mode(m), {}, x86_old);
     REQUIRE(find(f, "bf16-emulated") != nullptr);
-    CHECK(find(f, "bf16-emulated")->severity == level::warning);
-    CHECK_THAT(find(f, "bf16-emulated")->message, Catch::Contains("avx512_bf16") && Catch::Contains("emulated"));
+    CHECK(find(f, "bf16-emulated")->severity == level::note);
+    CHECK_THAT(find(f, "bf16-emulated")->message,
+               Catch::Contains("avx512_bf16") && Catch::Contains("widen to fp32") && Catch::Contains("half the memory"));
     CHECK(find(kamp::check_precision(mode(m), {}, native), "bf16-emulated") == nullptr);
   }
   CHECK(find(kamp::check_precision(mode(kamp::precision_mode::fp32), {}, x86_old), "bf16-emulated") == nullptr);
   CHECK_FALSE(kamp::detect_hardware().device.empty());
+  CHECK(kamp::detect_hardware().bf16_gemm == kamp::gemm_path_on_this_machine<Kokkos::DefaultExecutionSpace, kamp::bf16,
+                                                                              kamp::bf16, float>()
+                                                 .path);
+}
+
+TEST_CASE("gemm_paths names one path per type combination the policy multiplies with", "[model][rules]") {
+  const auto lines = kamp::gemm_paths(mode(kamp::precision_mode::amp_bf16));
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[0], Catch::StartsWith("bf16 x bf16 -> bf16: "));
+  CHECK_THAT(lines[1], Catch::StartsWith("bf16 x bf16 -> fp32: "));
+  const auto fp32 = kamp::gemm_paths(mode(kamp::precision_mode::fp32));
+  REQUIRE(fp32.size() == 1);
+  CHECK_THAT(fp32[0], Catch::StartsWith("fp32 x fp32 -> fp32: "));
 }

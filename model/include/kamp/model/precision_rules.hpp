@@ -20,8 +20,9 @@ struct run_request {
 /// \brief Whether the device that runs the model computes bf16 natively.
 struct hardware_report {
   std::string device;       ///< "CPU", "CUDA device 0: NVIDIA H200 (compute capability 9.0)", ...
-  bool native_bf16 = true;  ///< false: bf16 GEMMs run emulated (converted to fp32 and back)
+  bool native_bf16 = true;  ///< false: no bf16 dot products; bf16 GEMMs widen to fp32 and FMA
   std::string evidence;     ///< what was detected, for the message
+  std::string bf16_gemm;    ///< the path bf16 GEMMs take here, e.g. "widened"; empty: not asked
 };
 
 /// The device of Kokkos' default execution space (call after Kokkos::initialize).
@@ -29,6 +30,12 @@ hardware_report detect_hardware();
 /// bf16 support from a CPU's feature list (/proc/cpuinfo "flags" on x86: avx512_bf16 or
 /// amx_bf16; "Features" on Arm: bf16).
 hardware_report cpu_bf16_support(const std::string& cpu_flags);
+
+/// \brief The GEMM path for each (A, B, C) type combination a run in this policy multiplies
+/// with, and why, on this machine's default execution space: one line each, e.g.
+/// "bf16 x bf16 -> fp32: widened (dnnl declines: oneDNN 2.6.3 has no bf16 x bf16 -> fp32 matmul
+/// on this CPU (oneDNN's ISA: avx2); widened: ...)".
+std::vector<std::string> gemm_paths(const precision_policy& policy);
 
 /// \brief One conclusion of the rules: an error stops the run before anything is allocated.
 struct precision_finding {
@@ -41,7 +48,7 @@ struct precision_finding {
 /// The rules (docs/precision.md): the llama-recipes guard for bf16 parameters (pure_bf16
 /// requested and no quantization; with sharding, accepted and explained), quantization refused,
 /// amp_fp16 without loss scaling refused unless forced, bf16 on hardware without native bf16
-/// warned about.
+/// noted with what it costs and saves there.
 std::vector<precision_finding> check_precision(const precision_policy& policy, const run_request& request,
                                                const hardware_report& hardware);
 
