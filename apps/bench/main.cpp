@@ -36,6 +36,9 @@ int main(int argc, char* argv[]) {
   app.add_option("--train-steps", train_steps, "timed training steps per precision mode (default 20)")
       ->check(CLI::Range(1, 10000));
   app.add_flag("--large", large, "also GEMM 2048^3 (slow with the portable kernel on few cores)");
+  bool profile = false;
+  app.add_flag("--profile", profile,
+               "train suite: also where a step's time goes, per GEMM region and kernel label (Kokkos Tools)");
   CLI11_PARSE(app, argc, argv);
 
   Kokkos::ScopeGuard kokkos(argc, argv);
@@ -57,7 +60,7 @@ int main(int argc, char* argv[]) {
     kamp::bench::amp_kernels(out, elements, repeat, triad);
   }
   if (suite == "gemm" || suite == "all") kamp::bench::gemm_kernels(out, repeat, large);
-  if (suite == "train" || suite == "all") kamp::bench::training_steps(out, train_steps);
+  if (suite == "train" || suite == "all") kamp::bench::training_steps(out, train_steps, profile);
   if (suite == "checkpoint" || suite == "all") kamp::bench::checkpoints(out, std::min(repeat, 5), checkpoint_dir);
 
   if (!json_path.empty()) {

@@ -1,5 +1,7 @@
 #include "train.hpp"
 
+#include "step_profile.hpp"
+
 #include <kamp/model/trainer.hpp>
 
 #include <algorithm>
@@ -7,7 +9,36 @@
 
 namespace kamp::bench {
 
-void training_steps(report& out, int steps) {
+namespace {
+
+// Milliseconds per step by GEMM region and kernel label, the largest first, over `steps` more
+// steps (kept apart from the timed ones: the callbacks cost a little).
+void profile_steps(report& out, trainer& t, precision_mode mode, int steps) {
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0, step_seconds = 0;
+  {
+    const step_profile profile;
+    for (int i = 0; i < steps; ++i) step_seconds += t.step().seconds;
+    for (const auto& [label, seconds] : profile.seconds()) {
+      rows.emplace_back(1e3 * seconds / steps, label);
+      total += 1e3 * seconds / steps;
+    }
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  const double step_ms = 1e3 * step_seconds / steps;
+  std::printf("    profile %s: %.1f ms per step, %.1f ms in Kokkos kernels and GEMM regions\n", name(mode), step_ms,
+              total);
+  auto& entry = out.doc()["profiles"][name(mode)];
+  entry["step_ms"] = step_ms;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    entry["ms_per_step"][rows[i].second] = rows[i].first;
+    if (i < 14) std::printf("      %7.2f ms  %5.1f%%  %s\n", rows[i].first, 100 * rows[i].first / step_ms, rows[i].second.c_str());
+  }
+}
+
+}  // namespace
+
+void training_steps(report& out, int steps, bool profile) {
   const gpt_config config;  // the reference model
   const token_dataset data(default_corpus(), 0.1, config.context, "built-in corpus");
   train_options options;
@@ -28,6 +59,7 @@ void training_steps(report& out, int steps) {
     const double median = rates[rates.size() / 2];
     out.value(std::string("train_tokens_per_s_") + name(mode), median);
     std::printf("  %-44s %8.0f tokens/s\n", (std::string("train step ") + name(mode)).c_str(), median);
+    if (profile) profile_steps(out, t, mode, steps);
   }
 }
 

@@ -8,7 +8,8 @@ namespace kamp::bench {
 /// Tokens/s of whole training steps (forward, backward, check, optimizer) of the reference GPT
 /// in every precision mode, median over `steps` steps after three warm-up steps. The PyTorch
 /// reference runs beside it in tools/bench-train.sh (a separate process: Debian's torch).
-void training_steps(report& out, int steps);
+/// `profile`: then `steps` more steps each, reporting where their time goes (step_profile).
+void training_steps(report& out, int steps, bool profile);
 
 }  // namespace kamp::bench
 

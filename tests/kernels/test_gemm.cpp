@@ -112,7 +112,11 @@ void check_gemm(int m, int n, int k, kamp::op op_a, kamp::op op_b, float alpha, 
     INFO(m << "x" << n << "x" << k << " ran " << gemm_region_path << ", gemm_path_for says " << path);
     CHECK(gemm_region_path == path);
     const std::string expected = expected_path<ExecSpace, TA, TB, TC>(with_bias, alpha);
-    if (algorithm == kamp::gemm_algorithm::automatic && k > 0 && !expected.empty()) CHECK(path == expected);
+    // Where oneDNN has native bf16, it alone decides which small or odd shapes get only its
+    // reference kernel (and go portable); the 256^3 case below asserts it takes the rest.
+    const bool onednn_bf16 = expected == "dnnl" && !std::is_same_v<TA, float>;
+    if (algorithm == kamp::gemm_algorithm::automatic && k > 0 && !expected.empty() && !onednn_bf16)
+      CHECK(path == expected);
   }
   const auto c_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), C);
 
