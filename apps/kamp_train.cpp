@@ -15,6 +15,7 @@
 #include "train/model_options.hpp"
 
 #include <algorithm>
+#include <set>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -40,7 +41,7 @@ struct run_settings {
 };
 
 void add_options(CLI::App& app, run_settings& s) {
-  app.config_formatter(std::make_shared<kamp::app::toml_or_json_config>());
+  app.config_formatter(std::make_shared<kamp::app::toml_or_json_config>(std::set<std::string>{"fp32-layers"}));
   app.allow_config_extras(CLI::config_extras_mode::error);
   // A repeated option takes its last value, so scripts can append overrides.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -64,6 +65,12 @@ void add_options(CLI::App& app, run_settings& s) {
   app.add_option("--grad-clip", s.train.grad_clip, "Clip the global gradient L2 norm to this (0: off)")
       ->capture_default_str();
   app.add_option("--seed", s.train.seed, "Seed of the initial weights, the data order and stochastic rounding")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v.find('-') == std::string::npos ? std::string()
+                                                    : "the seed is a non-negative integer, got " + v;
+          },
+          "NONNEGATIVE"))
       ->capture_default_str();
   app.add_option("--loss-scale", s.train.scaler.init_scale, "amp_fp16: initial loss scale")->capture_default_str();
   app.add_option("--loss-scale-growth-interval", s.train.scaler.growth_interval,
@@ -100,7 +107,7 @@ void add_options(CLI::App& app, run_settings& s) {
                  "Quantized weights (e.g. int8, 4bit): not supported by kamp, refused with the reason")
       ->capture_default_str();
   app.add_flag("--enable-fsdp", s.request.enable_fsdp,
-               "Shard the run across MPI ranks (the seed's enable_fsdp); checked against the precision mode");
+               "Shard the run across MPI ranks (llama-recipes' enable_fsdp); checked against the precision mode");
   app.add_option("--gradient-reduction", s.gradient_reduction,
                  "Under mpirun or srun: the gradients' type on the network, fp32 or bf16 (half the bytes; each "
                  "partial sum is rounded to bf16)")
@@ -185,6 +192,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                                   "--checkpoint-dir, or delete them with --overwrite-checkpoints");
     checkpoints.clear();
   }
+  if (ranks.rank() == 0) checkpoints.check_room(kamp::checkpoint_tensor_bytes(s.model, s.policy));
   ranks.all(true);
   const kamp::token_dataset data =
       s.data.empty() ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context,
@@ -358,6 +366,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::exception& e) {  // from reading a config file (bad_alloc, a library's own)
+    std::fprintf(stderr, "kamp-train: error: reading the options: %s\n", e.what());
+    return 1;
   }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {

@@ -76,6 +76,10 @@ std::string resume(trainer& t, const checkpoint_directory& dir, const std::strin
   // Rank 0 lists the directory: every rank then tries the same files in the same order, even
   // where a shared file system shows the ranks different directory contents for a moment.
   std::vector<std::string> candidates = automatic ? dir.list() : std::vector<std::string>{which};
+  if (ranks.rank() == 0)
+    for (const auto& stray : dir.unparsable())
+      std::fprintf(stderr, "kamp-train: warning: '%s' is named like a checkpoint but its step number does not fit a "
+                           "step counter: ignored\n", stray.c_str());
   if (automatic && ranks.distributed()) {
     std::string joined;
     for (const auto& c : candidates) joined += c + '\n';
@@ -112,6 +116,12 @@ std::string resume(trainer& t, const checkpoint_directory& dir, const std::strin
         t.restore(*state);
         std::printf("  resumed from '%s': %lld steps taken (%lld attempted)\n", path.c_str(),
                     static_cast<long long>(state->steps_taken), static_cast<long long>(state->attempts));
+        // An explicitly named older file starts a new branch: the newer files of the old one
+        // must not be what a later --resume auto continues.
+        if (!automatic && ranks.rank() == 0)
+          for (const auto& retired : dir.retire_after(state->steps_taken))
+            std::printf("  note: retired '%s' (a later step of the branch abandoned by resuming from step %lld)\n",
+                        retired.c_str(), static_cast<long long>(state->steps_taken));
         auto changed = option_differences(state->options, now);
         if (state->policy.fp32_layers != policy.fp32_layers) changed.push_back("fp32 layer overrides");
         for (const auto& c : changed) std::printf("  note: training option changed since the checkpoint: %s\n", c.c_str());

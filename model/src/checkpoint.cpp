@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -140,9 +141,27 @@ void fsync_path(const std::string& path, int flags) {
   if (status != 0) throw checkpoint_error("fsync of '" + path + "' failed: " + std::strerror(error));
 }
 
+// What a path that is no checkpoint file is, for the message.
+std::string not_a_regular_file(const std::string& path) {
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  switch (status.type()) {
+    case fs::file_type::not_found: return "no such file";
+    case fs::file_type::directory:
+      return "it is a directory, not a checkpoint file: name a step-*.h5 file inside it, or use --resume auto "
+             "--checkpoint-dir " + path;
+    case fs::file_type::fifo: return "it is a FIFO (named pipe), not a checkpoint file";
+    case fs::file_type::character: return "it is a character device, not a checkpoint file";
+    case fs::file_type::block: return "it is a block device, not a checkpoint file";
+    case fs::file_type::socket: return "it is a socket, not a checkpoint file";
+    default:
+      return error ? "it cannot be examined: " + error.message() : "it is not a regular file";
+  }
+}
+
 training_state read_file(const std::string& path) {
   std::error_code error;
-  if (!fs::is_regular_file(path, error)) throw checkpoint_error("no such file");
+  if (!fs::is_regular_file(path, error)) throw checkpoint_error(not_a_regular_file(path));
   h5::handle file = h5::open_file(path);
   const hid_t root = file.get();
   if (h5::read_string_attribute(root, "format", "/") != format_name)
@@ -197,6 +216,13 @@ training_state read_file(const std::string& path) {
       }
       if (read) s.tensors.push_back(std::move(t));
     }
+  // The same verdict for kamp-inspect as for a resume: a state no trainer could have produced
+  // is refused here, not only when a run restores it.
+  try {
+    check_state(s, table);
+  } catch (const std::invalid_argument& e) {
+    throw checkpoint_error(e.what());
+  }
   return s;
 }
 
@@ -238,18 +264,68 @@ checkpoint_directory::checkpoint_directory(std::string path, int keep) : path_(s
                            (error ? error.message() : "a file of that name exists"));
 }
 
-std::vector<std::string> checkpoint_directory::list() const {
+std::vector<std::pair<std::int64_t, std::string>> checkpoint_directory::steps() const {
   std::vector<std::pair<std::int64_t, std::string>> found;
+  unparsable_.clear();
   for (const auto& entry : fs::directory_iterator(path_)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && std::regex_match(name, m, checkpoint_name))
-      found.emplace_back(std::stoll(m[1].str()), entry.path().string());
+    if (!entry.is_regular_file() || !std::regex_match(name, m, checkpoint_name)) continue;
+    // A step number past int64 (a stray file) names no checkpoint this kamp wrote.
+    const std::string digits = m[1].str();
+    std::int64_t step = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (error != std::errc() || end != digits.data() + digits.size()) {
+      unparsable_.push_back(entry.path().string());
+      continue;
+    }
+    found.emplace_back(step, entry.path().string());
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return found;
+}
+
+std::vector<std::string> checkpoint_directory::list() const {
   std::vector<std::string> out;
-  for (auto& f : found) out.push_back(std::move(f.second));
+  for (auto& f : steps()) out.push_back(std::move(f.second));
   return out;
+}
+
+std::uint64_t checkpoint_tensor_bytes(const gpt_config& model, const precision_policy& policy) {
+  const std::uint64_t elements = model.parameter_table().flat_size();
+  std::uint64_t bytes = 0;
+  for (const auto& [role, type] : state_layout(policy)) bytes += elements * size_of(type);
+  return bytes;
+}
+
+void checkpoint_directory::check_room(std::uint64_t bytes) const {
+  const fs::path probe = fs::path(path_) / ".kamp-write-probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    throw checkpoint_error("checkpoint directory '" + path_ + "' is not writable (" + std::strerror(errno) +
+                           "): give a --checkpoint-dir this job can write to");
+  ::close(fd);
+  std::error_code error;
+  fs::remove(probe, error);
+  const fs::space_info space = fs::space(path_, error);
+  // Room for the new file while the previous one still exists (it goes only after the rename).
+  const std::uint64_t needed = bytes + bytes / 16 + (1u << 20);
+  if (!error && space.available < needed)
+    throw checkpoint_error("checkpoint directory '" + path_ + "' has " + std::to_string(space.available >> 20) +
+                           " MiB free, a checkpoint of this model needs about " + std::to_string(needed >> 20) +
+                           " MiB: free space there or give another --checkpoint-dir");
+}
+
+std::vector<std::string> checkpoint_directory::retire_after(std::int64_t step) const {
+  std::vector<std::string> retired;
+  for (const auto& [s, path] : steps()) {
+    if (s <= step) continue;
+    const std::string to = path + ".abandoned";
+    if (std::rename(path.c_str(), to.c_str()) != 0)
+      throw checkpoint_error("cannot rename '" + path + "' to '" + to + "': " + std::strerror(errno));
+    retired.push_back(to);
+  }
+  return retired;
 }
 
 std::string checkpoint_directory::save(const training_state& state) const {

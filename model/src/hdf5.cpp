@@ -8,8 +8,13 @@ namespace kamp::detail::h5 {
 
 namespace {
 
-// HDF5 prints its error stack to stderr by default; kamp reports errors itself.
+// HDF5 prints its error stack to stderr by default; kamp reports errors itself. And HDF5's
+// exit-time cleanup is off: a file whose flush failed (a full disk) stays in HDF5's tables after
+// its failed close, and closing it again at exit crashed in H5F__close_cb. kamp closes every
+// file it opens itself, so there is nothing for that cleanup to do. (H5dont_atexit must come
+// before any other HDF5 call, hence a static initializer.)
 const bool quiet = [] {
+  H5dont_atexit();
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   return true;
 }();
@@ -237,6 +242,11 @@ void write_dataset(hid_t parent, const std::string& name, dtype t, const std::ve
 handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                     const std::string& where) {
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0) throw checkpoint_error("dataset " + where + " is missing");
+  // A soft or external link would let one tensor's data stand in for another's.
+  H5L_info_t link;
+  check(H5Lget_info(parent, name.c_str(), &link, H5P_DEFAULT), "reading the link " + where);
+  if (link.type != H5L_TYPE_HARD)
+    throw checkpoint_error(where + " is a link to another object, not a dataset of its own: the file was edited");
   handle set = checked(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + where);
   handle type = checked(H5Dget_type(set.get()), H5Tclose, where + ": reading its type");
   if (H5Tequal(type.get(), file_type(t).get()) <= 0)
@@ -254,6 +264,30 @@ handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::v
     };
     throw checkpoint_error("dataset " + where + " has shape " + text(dims) + ", expected " + text(shape));
   }
+  // Without the checksum filter nothing would detect changed values.
+  {
+    handle plist = checked(H5Dget_create_plist(set.get()), H5Pclose, where + ": reading its storage properties");
+    unsigned flags = 0;
+    std::size_t elements = 0;
+    unsigned values = 0;
+    char filter_name[64];
+    unsigned config = 0;
+    if (H5Pget_filter_by_id2(plist.get(), H5Z_FILTER_FLETCHER32, &flags, &elements, &values, sizeof filter_name,
+                             filter_name, &config) < 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw checkpoint_error("dataset " + where + " has no Fletcher-32 checksum filter: kamp writes every tensor "
+                             "with one, so the file was rewritten by another tool and cannot be verified");
+    }
+  }
+  // kamp stores tensors uncompressed, so a dataset all of whose chunks were written takes at
+  // least its raw size on disk; chunks never written take nothing and read as the fill value.
+  hsize_t elements = 1;
+  for (const std::size_t d : shape) elements *= d;
+  if (H5Dget_storage_size(set.get()) < elements * size_of(t))
+    throw checkpoint_error("dataset " + where + " has chunks that were never written (" +
+                           std::to_string(H5Dget_storage_size(set.get())) + " of " +
+                           std::to_string(elements * size_of(t)) +
+                           " bytes stored): the file is incomplete or was edited");
   return set;
 }
 

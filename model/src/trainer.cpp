@@ -440,18 +440,12 @@ void trainer::check_restorable(const training_state& s) const {
     if (x.bytes.size() != table.flat_size() * size_of(x.type))
       fail(x.role + " has " + std::to_string(x.bytes.size() / size_of(x.type)) + " elements, expected " +
            std::to_string(table.flat_size()));
-    for (const auto& e : table.entries()) {
-      const tensor_statistics st = statistics(x, e.offset, e.size);
-      if (st.non_finite > 0)
-        fail(x.role + "/" + e.name + " has " + std::to_string(st.non_finite) +
-             " non-finite values: this state diverged before it was saved; resume from an earlier checkpoint");
-    }
   }
-  if (s.steps_taken < 0 || s.attempts < s.steps_taken || s.scaler.steps != s.attempts ||
-      s.scaler.skipped_steps != s.attempts - s.steps_taken)
-    fail("inconsistent counters: " + std::to_string(s.steps_taken) + " steps taken of " + std::to_string(s.attempts) +
-         " attempts, but the loss scaler saw " + std::to_string(s.scaler.steps) + " updates with " +
-         std::to_string(s.scaler.skipped_steps) + " skipped");
+  try {
+    check_state(s, table);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what());
+  }
 }
 
 void trainer::restore(const training_state& s) {

@@ -67,4 +67,52 @@ tensor_statistics statistics(const state_tensor& t, std::size_t offset, std::siz
   return s;
 }
 
+void check_state(const training_state& s, const tensor_table& table) {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
+  const state_tensor* model = nullptr;
+  const state_tensor* master = nullptr;
+  for (const state_tensor& x : s.tensors) {
+    if (x.role == "model") model = &x;
+    if (x.role == "master") master = &x;
+    for (const auto& e : table.entries()) {
+      const tensor_statistics st = statistics(x, e.offset, e.size);
+      if (st.non_finite > 0)
+        fail(x.role + "/" + e.name + " has " + std::to_string(st.non_finite) +
+             " non-finite values: this state diverged before it was saved; resume from an earlier checkpoint");
+      if (x.role == "moment2" && st.count > 0 && st.min < 0)
+        fail("moment2/" + e.name + " holds a negative second moment (" + to_text(st.min) +
+             "): AdamW's squared-gradient averages are never negative; the file was damaged or edited");
+    }
+  }
+  // AMP: the optimizer writes the model copy as its master rounded to nearest, every step.
+  if (model != nullptr && master != nullptr && model->type != dtype::fp32)
+    visit_dtype<float>(model->type, [&](auto zero) {
+      using T = decltype(zero);
+      for (const auto& e : table.entries())
+        for (std::size_t i = e.offset; i < e.offset + e.size; ++i) {
+          float m;
+          T copy;
+          std::memcpy(&m, master->bytes.data() + i * sizeof(float), sizeof(float));
+          std::memcpy(&copy, model->bytes.data() + i * sizeof(T), sizeof(T));
+          const T rounded = from_float<T>(m);
+          if (std::memcmp(&rounded, &copy, sizeof(T)) != 0)
+            fail("model/" + e.name + " element " + std::to_string(i - e.offset) + " is " +
+                 to_text(load_float(&copy)) + " but its fp32 master " + to_text(m) + " rounds to " +
+                 to_text(load_float(&rounded)) +
+                 ": the model copy and the master weights disagree; the file was damaged or edited");
+        }
+    });
+  constexpr std::int64_t most = std::int64_t(1) << 40;
+  if (s.steps_taken < 0 || s.attempts < s.steps_taken || s.attempts >= most || s.scaler.steps != s.attempts ||
+      s.scaler.skipped_steps != s.attempts - s.steps_taken)
+    fail("inconsistent counters: " + std::to_string(s.steps_taken) + " steps taken of " + std::to_string(s.attempts) +
+         " attempts (at most 2^40), but the loss scaler saw " + std::to_string(s.scaler.steps) + " updates with " +
+         std::to_string(s.scaler.skipped_steps) + " skipped");
+  if (!(s.scaler.scale > 0.0f) || !std::isfinite(s.scaler.scale) || s.scaler.growth_tracker < 0 ||
+      s.scaler.hysteresis_left < 1)
+    fail("impossible loss scaler state: scale " + to_text(s.scaler.scale) + ", growth tracker " +
+         std::to_string(s.scaler.growth_tracker) + ", hysteresis left " + std::to_string(s.scaler.hysteresis_left) +
+         " (the scale must be finite and positive, the tracker >= 0, hysteresis >= 1)");
+}
+
 }  // namespace kamp

@@ -197,6 +197,21 @@ void replace_dataset(const std::string& path, const std::string& name, hid_t typ
   H5Sclose(space);
 }
 
+// Replaces a dataset by a chunked one with the checksum filter whose chunks are never written.
+void replace_with_unwritten(const std::string& path, const std::string& name, std::vector<hsize_t> dims) {
+  h5_file f(path);
+  REQUIRE(H5Ldelete(f.id, name.c_str(), H5P_DEFAULT) >= 0);
+  const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+  const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+  REQUIRE(H5Pset_chunk(plist, int(dims.size()), dims.data()) >= 0);
+  REQUIRE(H5Pset_fletcher32(plist) >= 0);
+  const hid_t set = H5Dcreate2(f.id, name.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+  REQUIRE(set >= 0);
+  H5Dclose(set);
+  H5Pclose(plist);
+  H5Sclose(space);
+}
+
 std::vector<char> bytes_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -206,8 +221,8 @@ void write_bytes(const std::string& path, const std::vector<char>& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
 }
 
-// The file offset of the first chunk of a dataset: where its stored values begin.
-haddr_t data_offset(const std::string& path, const std::string& name) {
+// The file offset and stored size (values and checksum) of the first chunk of a dataset.
+std::pair<haddr_t, hsize_t> first_chunk(const std::string& path, const std::string& name) {
   h5_file f(path);
   const hid_t set = H5Dopen2(f.id, name.c_str(), H5P_DEFAULT);
   const hid_t space = H5Dget_space(set);
@@ -216,8 +231,9 @@ haddr_t data_offset(const std::string& path, const std::string& name) {
   REQUIRE(H5Dget_chunk_info(set, space, 0, nullptr, nullptr, &address, &size) >= 0);
   H5Sclose(space);
   H5Dclose(set);
-  return address;
+  return {address, size};
 }
+haddr_t data_offset(const std::string& path, const std::string& name) { return first_chunk(path, name).first; }
 
 struct hostile_case {
   std::string name;
@@ -274,6 +290,14 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
           if (t.type == kamp::dtype::fp32) std::memcpy(t.bytes.data() + 4 * element, &nan, 4);
           if (t.type != kamp::dtype::fp32) t.bytes[2 * element + 1] = char(0x7f), t.bytes[2 * element] = char(0xc1);
         }
+      kamp::write_checkpoint(f, s);
+    };
+  };
+  const auto edited = [&](const std::string& role, std::size_t element, float value) {
+    return [&, role, element, value](const std::string& f) {
+      kamp::training_state s = source.state();
+      for (auto& t : s.tensors)
+        if (t.role == role) std::memcpy(t.bytes.data() + 4 * element, &value, 4);
       kamp::write_checkpoint(f, s);
     };
   };
@@ -340,7 +364,36 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
       {"counters that disagree", [](const std::string& f) { set_int(f, "/", "attempts", 1); },
        "inconsistent counters"},
       {"impossible scaler state", [](const std::string& f) { set_int(f, "/loss_scaler", "hysteresis_left", 0); },
-       "inconsistent with these options"},
+       "impossible loss scaler state"},
+      {"a step count of 2^62",
+       [](const std::string& f) {
+         set_int(f, "/", "step", std::int64_t(1) << 62);
+         set_int(f, "/", "attempts", std::int64_t(1) << 62);
+       },
+       "inconsistent counters"},
+      {"a negative second moment", edited("moment2", 300, -1.0f), "moment2/wte holds a negative second moment"},
+      {"master zeroed under an unchanged model copy", edited("master", 5, 0.0f),
+       "model/wte element 5 is"},
+      {"a chunk zeroed, values and checksum (Fletcher-32 of zeros is 0)",
+       [&](const std::string& f) {
+         const auto [at, size] = first_chunk(valid, "/master/h0.mlp.fc.weight");
+         std::vector<char> b = valid_bytes;
+         std::fill(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + size), char(0));
+         write_bytes(f, b);
+       },
+       "the model copy and the master weights disagree"},
+      {"rewritten without the checksum filter",
+       [](const std::string& f) { replace_dataset(f, "/moment1/wpe", H5T_IEEE_F32LE, {16, 32}, 0.5); },
+       "dataset /moment1/wpe has no Fletcher-32 checksum filter"},
+      {"a soft link where a dataset belongs",
+       [](const std::string& f) {
+         h5_file h(f);
+         REQUIRE(H5Ldelete(h.id, "/master/wte", H5P_DEFAULT) >= 0);
+         REQUIRE(H5Lcreate_soft("/moment1/wte", h.id, "/master/wte", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+       },
+       "/master/wte is a link to another object"},
+      {"chunks never written", [](const std::string& f) { replace_with_unwritten(f, "/moment2/wpe", {16, 32}); },
+       "dataset /moment2/wpe has chunks that were never written"},
       {"a flipped bit in a dataset",
        [&](const std::string& f) {
          const haddr_t at = data_offset(valid, "/master/h0.mlp.fc.weight");

@@ -40,7 +40,8 @@ kamp::precision_policy policy(kamp::precision_mode mode, std::vector<std::string
 // Multiplies the exact weights of `tensor` by `factor` and rounds the model copy from them, as
 // a run whose weights grew would hold them.
 kamp::training_state scaled(kamp::training_state s, const std::string& tensor, float factor) {
-  const auto& e = s.model.parameter_table()[s.model.parameter_table().index_of(tensor)];
+  const kamp::tensor_table table = s.model.parameter_table();  // kept: e refers into it
+  const auto& e = table[table.index_of(tensor)];
   kamp::state_tensor* exact = nullptr;
   kamp::state_tensor* copy = nullptr;
   for (auto& t : s.tensors) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,13 +32,15 @@ class tensor_table {
     if (alignment == 0) throw std::invalid_argument("kamp::tensor_table: alignment must be positive");
   }
 
-  /// Appends a tensor and returns its index. Names must be unique.
+  /// Appends a tensor and returns its index. Names must be unique (checked through an index, so
+  /// a table of n tensors costs O(n log n) to build, whatever a checkpoint's config claims).
   std::size_t add(std::string name, std::vector<std::size_t> shape) {
-    for (const auto& e : entries_)
-      if (e.name == name) throw std::invalid_argument("kamp::tensor_table: duplicate tensor name '" + name + "'");
+    if (index_.count(name) != 0)
+      throw std::invalid_argument("kamp::tensor_table: duplicate tensor name '" + name + "'");
     std::size_t size = 1;
     for (const auto d : shape) size *= d;
     const std::size_t offset = (total_ + alignment_ - 1) / alignment_ * alignment_;
+    index_.emplace(name, entries_.size());
     entries_.push_back({std::move(name), std::move(shape), offset, size});
     total_ = offset + size;
     return entries_.size() - 1;
@@ -47,9 +50,9 @@ class tensor_table {
   const entry& operator[](std::size_t i) const { return entries_.at(i); }
   const std::vector<entry>& entries() const { return entries_; }
   std::size_t index_of(const std::string& name) const {
-    for (std::size_t i = 0; i < entries_.size(); ++i)
-      if (entries_[i].name == name) return i;
-    throw std::out_of_range("kamp::tensor_table: no tensor named '" + name + "'");
+    const auto it = index_.find(name);
+    if (it == index_.end()) throw std::out_of_range("kamp::tensor_table: no tensor named '" + name + "'");
+    return it->second;
   }
   /// Elements a flat buffer needs (including alignment gaps).
   std::size_t flat_size() const { return total_; }
@@ -74,6 +77,7 @@ class tensor_table {
   std::size_t alignment_;
   std::size_t total_ = 0;
   std::vector<entry> entries_;
+  std::map<std::string, std::size_t> index_;  ///< name -> position in entries_
 };
 
 /// \brief Tensor `i` of a flat buffer, as an unmanaged 1-D view into it.

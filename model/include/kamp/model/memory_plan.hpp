@@ -9,7 +9,7 @@
 
 namespace kamp {
 
-/// What data-parallel ranks split (the ZeRO stages; stage 3 is FSDP's full shard, the seed's
+/// What data-parallel ranks split (the ZeRO stages; stage 3 is FSDP's full shard, llama-recipes'
 /// "per GPU" arithmetic).
 enum class sharding {
   none,        ///< every rank holds everything

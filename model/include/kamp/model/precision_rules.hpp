@@ -12,7 +12,7 @@ namespace kamp {
 /// settings the precision rules judge.
 struct run_request {
   std::string quantization = "none";     ///< kamp trains no quantized models: anything else is refused
-  bool enable_fsdp = false;              ///< shard the run across MPI ranks (the seed's enable_fsdp)
+  bool enable_fsdp = false;              ///< shard the run across MPI ranks (llama-recipes' enable_fsdp)
   std::string loss_scaling = "dynamic";  ///< amp_fp16: dynamic, static (--loss-scale fixed) or off
   bool force_unscaled_fp16 = false;      ///< accept amp_fp16 with loss_scaling off
 };

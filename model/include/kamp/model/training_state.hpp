@@ -61,6 +61,13 @@ struct training_state {
 /// master, 2 fp32 moments; pure_bf16: bf16 model, 2 bf16 moments (+ bf16 Kahan compensation).
 std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& policy);
 
+/// \brief Throws std::invalid_argument, naming the tensor or counter, unless `s` is a state a
+/// trainer could have produced, whatever run it is for: finite tensors, second moments >= 0,
+/// the AMP model copy equal to its fp32 master rounded to nearest, counters consistent with
+/// each other and below 2^40, a finite positive loss scale. (Whether it fits a particular run,
+/// its model shape and mode, is trainer::restore's question.) `table` is the model's.
+void check_state(const training_state& s, const tensor_table& table);
+
 /// "lr 0.0003 -> 0.001" for each training option that differs between `saved` and `now`
 /// (a resumed run continues bit-exactly only when there are none).
 std::vector<std::string> option_differences(const train_options& saved, const train_options& now);
