@@ -34,6 +34,7 @@ nlohmann::json describe(const std::string& path, const kamp::training_state& s) 
                          {"non_finite", st.non_finite}});
     }
   return {{"file", path},
+          {"valid", true},
           {"bytes", std::filesystem::file_size(path)},
           {"format_version", kamp::checkpoint_format_version},
           {"kamp_version", s.kamp_version},
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const std::exception& e) {
+    // The verdict a resume would give: with --json also on stdout, for scripts that check files.
+    if (json) std::cout << nlohmann::json{{"file", path}, {"valid", false}, {"error", e.what()}}.dump(2) << '\n';
     std::fprintf(stderr, "kamp-inspect: error: %s\n", e.what());
     return 1;
   }

@@ -1,5 +1,6 @@
 // kamp-train: trains the GPT with kamp's kernels in the chosen precision mode.
 #include <kamp/model/doctor.hpp>
+#include <kamp/model/memory_plan.hpp>
 #include <kamp/model/memory_tracker.hpp>
 #include <kamp/model/precision_rules.hpp>
 #include <kamp/model/trainer.hpp>
@@ -174,6 +175,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                                 "--resume PATH without mpirun on a checkpoint of this run");
   // Everything is validated before the model is allocated.
   s.model.validate();
+  kamp::check_memory_fits(s.model, s.policy, s.train.batch, ranks.size());
   s.policy.validate(s.model);
   kamp::apply_loss_scaling(s.request, s.train);
   s.train.validate();
@@ -223,11 +225,6 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
     std::printf("%s", kamp::report(kamp::diagnose(trainer)).c_str());
     return 0;
   }
-  if (trainer.steps_taken() >= s.train.steps) {
-    std::printf("done: the checkpoint is at step %lld of --steps %d: nothing to train (raise --steps to go on)\n",
-                static_cast<long long>(trainer.steps_taken()), s.train.steps);
-    return 0;
-  }
   // A resumed run continues its metrics file.
   std::optional<kamp::app::metrics_writer> metrics;
   if (!s.metrics.empty() && ranks.rank() == 0) metrics.emplace(s.metrics, resumed && std::filesystem::exists(s.metrics));
@@ -257,6 +254,20 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
     std::fflush(stdout);
   };
 
+  if (trainer.steps_taken() >= s.train.steps) {
+    if (resumed) {
+      std::printf("done: the checkpoint is at step %lld of --steps %d: nothing to train (raise --steps to go on)\n",
+                  static_cast<long long>(trainer.steps_taken()), s.train.steps);
+      return 0;
+    }
+    // --steps 0 on a new run: the initial weights, to compare with another framework or to start
+    // several runs from the same initialization.
+    const auto [path, seconds] = save();
+    if (ranks.rank() == 0)
+      std::printf("done: --steps 0: the initial state is in %s (%.1f MB in %.2f s)\n", path.c_str(),
+                  double(std::filesystem::file_size(path)) / 1e6, seconds);
+    return 0;
+  }
   const kamp::app::stop_request stop;
   const std::int64_t first_step = trainer.attempts() + 1;
   const double initial_validation = trainer.validation_loss(s.eval_batches);

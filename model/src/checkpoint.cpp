@@ -198,6 +198,20 @@ training_state read_file(const std::string& path) {
       throw checkpoint_error("attribute /precision_mode disagrees with /config mode");
   }
   read_scaler(h5::open_group(root, "loss_scaler", "/loss_scaler").get(), s.scaler);
+  // The claimed model against what the file holds, before the claim costs anything: a /config
+  // of 10^6 layers in a small file is refused here, not after building its parameter table.
+  {
+    const std::int64_t claimed = 4 + 12 * std::int64_t(s.model.layers);
+    if (H5Lexists(root, "model", H5P_DEFAULT) <= 0)
+      throw checkpoint_error("group /model is missing: every checkpoint holds the model's tensors there");
+    h5::handle group = h5::open_group(root, "model", "/model");
+    H5G_info_t info;
+    if (H5Gget_info(group.get(), &info) < 0) h5::fail("reading group /model");
+    if (std::int64_t(info.nlinks) != claimed)
+      throw checkpoint_error("/config claims " + std::to_string(s.model.layers) + " layers (" +
+                             std::to_string(claimed) + " tensors), but /model holds " +
+                             std::to_string(info.nlinks) + " objects");
+  }
   const tensor_table table = s.model.parameter_table();
   const auto layout = state_layout(s.policy);
   // Every dataset's type and shape first: a file whose /config claims a huge model is rejected

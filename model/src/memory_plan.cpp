@@ -2,8 +2,14 @@
 #include <kamp/model/memory_plan.hpp>
 #include <kamp/model/training_state.hpp>
 
+#include <Kokkos_Core.hpp>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 
 namespace kamp {
 
@@ -89,6 +95,56 @@ memory_plan plan_memory(const gpt_config& model, const precision_policy& policy,
   a += std::max(3 * d, m) * 4;                                               // bias scratch
   p.activations = a;
   return p;
+}
+
+double parameter_estimate(const gpt_config& model) {
+  const double v = model.vocab, t = model.context, c = model.d_model, m = model.mlp;
+  // Per block: two LayerNorms (4C), qkv (3C^2 + 3C), proj (C^2 + C), fc (mC + m), mlp.proj (Cm + C).
+  const double block = 4 * c * c + 2 * m * c + 9 * c + m;
+  return v * c + t * c + model.layers * block + 2 * c;
+}
+
+double free_memory_bytes() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Cuda>) {
+    std::size_t free = 0, total = 0;
+    return cudaMemGetInfo(&free, &total) == cudaSuccess ? double(free) : 0.0;
+  }
+#endif
+#if defined(KOKKOS_ENABLE_HIP)
+  if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Experimental::HIP>) {
+    std::size_t free = 0, total = 0;
+    return hipMemGetInfo(&free, &total) == hipSuccess ? double(free) : 0.0;
+  }
+#endif
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream words(line.substr(13));
+      double kib = 0;
+      words >> kib;
+      return kib * 1024.0;
+    }
+  return 0.0;
+}
+
+void check_memory_fits(const gpt_config& model, const precision_policy& policy, int batch, int shards) {
+  const double free = free_memory_bytes();
+  if (free <= 0) return;  // nothing to compare with
+  const auto refuse = [&](double needed, const char* what) {
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "this run needs %.3g GB (%s, kamp-plan's figure) but the %s has %.3g GB free: use a smaller "
+                  "model or batch, pure_bf16, or more ranks (kamp-plan --shards N)",
+                  needed / 1e9, what, Kokkos::DefaultExecutionSpace::name(), free / 1e9);
+    throw std::invalid_argument(text);
+  };
+  // The persistent state first, from the shape alone: a configuration far too large for any
+  // machine is refused without building its parameter table.
+  const double state = plan_state(parameter_estimate(model), policy, shards).total();
+  if (state > free) refuse(state, "parameters, gradients and optimizer state");
+  const double all = plan_memory(model, policy, batch, shards).total();
+  if (all > free) refuse(all, "with activations");
 }
 
 }  // namespace kamp

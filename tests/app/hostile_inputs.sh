@@ -60,8 +60,29 @@ expect "resume from an older checkpoint" 0 "retired '.*step-00000002.h5.abandone
 expect "then --resume auto continues the new branch" 0 "resumed from '.*step-00000003.h5'" \
   "$train" "${tiny[@]}" --steps 4 --checkpoint-dir "$scratch/ck-branch" --resume auto
 
+# A new run with --steps 0 saves its initial state.
+expect "--steps 0 writes the initial checkpoint" 0 "initial state is in .*step-00000000.h5" \
+  "$train" "${tiny[@]}" --steps 0 --checkpoint-dir "$scratch/ck-init"
+
+# Models larger than the memory there is: refused before anything is allocated.
+expect "10^8 layers" 1 "needs .* GB .* but the .* has .* GB free" "$train" "${tiny[@]}" --layers 100000000
+expect "a 1 TB model" 1 "needs .* GB .* but the .* has .* GB free" "$train" --d-model 65536 --heads 64 --mlp 262144 --layers 16
+
 # kamp-inspect gives the verdict a resume gives.
-expect "inspect a valid checkpoint" 0 "step" "$inspect" "$ck/step-00000002.h5"
+expect "inspect a valid checkpoint" 0 '"valid": true' "$inspect" --json "$ck/step-00000002.h5"
+if /usr/bin/python3 -c "import h5py" 2>/dev/null; then
+  cp "$ck/step-00000002.h5" "$scratch/negative-step.h5"
+  /usr/bin/python3 -c "import h5py, sys; h5py.File(sys.argv[1], 'r+').attrs['step'] = -1" "$scratch/negative-step.h5"
+  expect "inspect: step -1" 1 'inconsistent counters.*"valid": false' "$inspect" --json "$scratch/negative-step.h5"
+  cp "$ck/step-00000002.h5" "$scratch/nan-scale.h5"
+  /usr/bin/python3 -c "import h5py, sys; h5py.File(sys.argv[1], 'r+')['loss_scaler'].attrs['scale'] = float('nan')" \
+    "$scratch/nan-scale.h5"
+  expect "inspect: NaN loss scale" 1 "impossible loss scaler state" "$inspect" "$scratch/nan-scale.h5"
+  expect "resume: NaN loss scale" 1 "impossible loss scaler state" \
+    "$train" "${tiny[@]}" --steps 3 --checkpoint-dir "$scratch/ck-nan" --resume "$scratch/nan-scale.h5"
+else
+  echo "note: no h5py for Debian's python3: the edited-attribute cases did not run"
+fi
 
 # A checkpoint directory that cannot hold a checkpoint is found before training: a read-only
 # file system, a full one; and a disk that fills up during training ends with a clean error.

@@ -355,6 +355,10 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
          set_int(f, "/config", "d_model", 65536);
          set_int(f, "/config", "layers", 1000);
        },
+       "/config claims 1000 layers (12004 tensors), but /model holds"},
+      {"config claiming a million layers", [](const std::string& f) { set_int(f, "/config", "layers", 1000000); },
+       "/config claims 1000000 layers"},
+      {"config claiming a huge d_model", [](const std::string& f) { set_int(f, "/config", "d_model", 65536); },
        "dataset /model/wte has shape (256, 32), expected (256, 65536)"},
       {"another model size", copy_of("wider.h5"), "d_model 64, this run's has 32"},
       {"another precision mode", copy_of("fp16.h5"), "precision mode amp_fp16, this run uses amp_bf16"},

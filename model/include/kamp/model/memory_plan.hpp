@@ -47,6 +47,18 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards = 1,
                         sharding split = sharding::optimizer);
 
+/// Parameters of `model` counted from its shape, without building its parameter table (so a
+/// configuration claiming 10^8 layers costs nothing to judge).
+double parameter_estimate(const gpt_config& model);
+
+/// Bytes the default execution space's memory can still give: MemAvailable of /proc/meminfo on
+/// a host backend, the device's free memory on CUDA/HIP; 0 where it cannot be told.
+double free_memory_bytes();
+
+/// Throws std::invalid_argument, with both figures and what to change, when the plan for this
+/// run is larger than `free_memory_bytes()`; before anything is allocated.
+void check_memory_fits(const gpt_config& model, const precision_policy& policy, int batch, int shards);
+
 }  // namespace kamp
 
 #endif
