@@ -46,6 +46,7 @@ struct attribute_writer {
   void operator()(const char* name, int v) const { h5::write_attribute(object, name, std::int64_t(v)); }
   void operator()(const char* name, bool v) const { h5::write_attribute(object, name, std::int64_t(v)); }
   void operator()(const char* name, float v) const { h5::write_attribute(object, name, double(v)); }
+  void operator()(const char* name, double v) const { h5::write_attribute(object, name, v); }
   void operator()(const char* name, std::uint64_t v) const { h5::write_attribute(object, name, v); }
 };
 
@@ -64,6 +65,7 @@ struct attribute_reader {
     v = x == 1;
   }
   void operator()(const char* name, float& v) const { v = float(h5::read_float_attribute(object, name, where)); }
+  void operator()(const char* name, double& v) const { v = h5::read_float_attribute(object, name, where); }
   void operator()(const char* name, std::uint64_t& v) const { v = h5::read_uint_attribute(object, name, where); }
   void operator()(const char* name, std::int64_t& v) const { v = h5::read_int_attribute(object, name, where); }
 };
@@ -168,11 +170,13 @@ training_state read_file(const std::string& path) {
     throw checkpoint_error("it is an HDF5 file but not a kamp checkpoint (attribute /format is not '" +
                            std::string(format_name) + "')");
   const std::int64_t version = h5::read_int_attribute(root, "format_version", "/");
-  if (version != checkpoint_format_version)
+  // Version 1 is version 2 without the per-tensor content hashes: still read, checked without them.
+  if (version != checkpoint_format_version && version != 1)
     throw checkpoint_error("it has format version " + std::to_string(version) + " (written by kamp " +
                            h5::read_string_attribute(root, "kamp_version", "/") + "); this kamp " + KAMP_VERSION +
-                           " reads version " + std::to_string(checkpoint_format_version) +
+                           " reads versions 1 and " + std::to_string(checkpoint_format_version) +
                            " only: resume with the kamp that wrote it");
+  const bool hashed = version >= 2;
   training_state s;
   s.kamp_version = h5::read_string_attribute(root, "kamp_version", "/");
   const attribute_reader root_reader{root, "/"};
@@ -226,7 +230,7 @@ training_state read_file(const std::string& path) {
       for (const auto& e : table.entries()) {
         const std::string where = "/" + role + "/" + e.name;
         h5::handle set = h5::open_dataset(group.get(), e.name, type, e.shape, where);
-        if (read) h5::read_dataset(set, type, t.bytes.data() + e.offset * size_of(type), where);
+        if (read) h5::read_dataset(set, type, t.bytes.data() + e.offset * size_of(type), e.size, hashed, where);
       }
       if (read) s.tensors.push_back(std::move(t));
     }

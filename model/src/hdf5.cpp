@@ -3,6 +3,7 @@
 #include <kamp/model/checkpoint.hpp>
 
 #include <algorithm>
+#include <cstring>
 
 namespace kamp::detail::h5 {
 
@@ -220,6 +221,22 @@ std::string read_string_attribute(hid_t object, const std::string& name, const s
   return v;
 }
 
+std::uint64_t content_hash(const void* data, std::size_t bytes) {
+  // FNV-1a over 64-bit words (then the tail bytes): an all-zero chunk hashes to something else
+  // than the data it replaced, which Fletcher-32 (0 for zeros) cannot tell.
+  constexpr std::uint64_t prime = 0x100000001b3ull;
+  std::uint64_t h = 0xcbf29ce484222325ull ^ bytes;
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    h = (h ^ word) * prime;
+  }
+  for (; i < bytes; ++i) h = (h ^ p[i]) * prime;
+  return h;
+}
+
 void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                    const void* data) {
   std::vector<hsize_t> dims(shape.begin(), shape.end()), chunk = dims;
@@ -237,6 +254,7 @@ void write_dataset(hid_t parent, const std::string& name, dtype t, const std::ve
       H5Dclose, "creating dataset '" + name + "'");
   check(H5Dwrite(set.get(), memory_type(t).get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing dataset '" + name + "'");
   write_attribute(set.get(), "dtype", std::string(kamp::name(t)));
+  write_attribute(set.get(), "content_hash", content_hash(data, std::size_t(elements) * size_of(t)));
 }
 
 handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
@@ -291,9 +309,12 @@ handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::v
   return set;
 }
 
-void read_dataset(const handle& set, dtype t, void* out, const std::string& where) {
+void read_dataset(const handle& set, dtype t, void* out, std::size_t elements, bool hashed, const std::string& where) {
   check(H5Dread(set.get(), memory_type(t).get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
         "dataset " + where + " cannot be read: the file is damaged (checksum mismatch or truncated data)");
+  if (hashed && read_uint_attribute(set.get(), "content_hash", where) != content_hash(out, elements * size_of(t)))
+    throw checkpoint_error("dataset " + where + " does not hold the values that were written (content hash "
+                           "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
 }
 
 }  // namespace kamp::detail::h5

@@ -60,15 +60,19 @@ std::uint64_t read_uint_attribute(hid_t object, const std::string& name, const s
 double read_float_attribute(hid_t object, const std::string& name, const std::string& where);
 std::string read_string_attribute(hid_t object, const std::string& name, const std::string& where);
 
-/// A dataset of `shape` in type `t`, chunked with a Fletcher-32 checksum per chunk.
+/// A dataset of `shape` in type `t`, chunked with a Fletcher-32 checksum per chunk, and its
+/// content hash (of the host's little-endian bytes) in the attribute `content_hash`.
 void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                    const void* data);
 /// Opens dataset `name` after checking it exists with element type `t` and `shape`; each
 /// problem throws naming `where`.
 handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                     const std::string& where);
-/// Reads a dataset opened by open_dataset into `out`; a failed checksum throws naming `where`.
-void read_dataset(const handle& set, dtype t, void* out, const std::string& where);
+/// FNV-1a (64-bit) of the bytes, as write_dataset stores it in the attribute `content_hash`.
+std::uint64_t content_hash(const void* data, std::size_t bytes);
+/// Reads a dataset opened by open_dataset (`elements` values) into `out`; a failed checksum, or
+/// with `hashed` a content hash that differs from the stored one, throws naming `where`.
+void read_dataset(const handle& set, dtype t, void* out, std::size_t elements, bool hashed, const std::string& where);
 
 }  // namespace kamp::detail::h5
 

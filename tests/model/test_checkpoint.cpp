@@ -319,8 +319,8 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
       {"truncated to 90%", truncate_to(0.90), "truncated"},
       {"last byte missing", [&](const std::string& f) { write_bytes(f, {valid_bytes.begin(), valid_bytes.end() - 1}); },
        "truncated"},
-      {"newer format version", [](const std::string& f) { set_int(f, "/", "format_version", 2); },
-       "format version 2"},
+      {"newer format version", [](const std::string& f) { set_int(f, "/", "format_version", 3); },
+       "format version 3"},
       {"not a kamp checkpoint", [](const std::string& f) { set_string(f, "/", "format", "my-trainer"); },
        "not a kamp checkpoint"},
       {"missing dataset", [](const std::string& f) { remove_object(f, "/master/h0.attn.qkv.weight"); },
@@ -385,7 +385,15 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
          std::fill(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + size), char(0));
          write_bytes(f, b);
        },
-       "the model copy and the master weights disagree"},
+       "dataset /master/h0.mlp.fc.weight does not hold the values that were written"},
+      {"a moment chunk zeroed, values and checksum (no copy to compare with)",
+       [&](const std::string& f) {
+         const auto [at, size] = first_chunk(valid, "/moment1/h0.mlp.fc.weight");
+         std::vector<char> b = valid_bytes;
+         std::fill(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + size), char(0));
+         write_bytes(f, b);
+       },
+       "dataset /moment1/h0.mlp.fc.weight does not hold the values that were written"},
       {"rewritten without the checksum filter",
        [](const std::string& f) { replace_dataset(f, "/moment1/wpe", H5T_IEEE_F32LE, {16, 32}, 0.5); },
        "dataset /moment1/wpe has no Fletcher-32 checksum filter"},
@@ -420,6 +428,13 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
     const std::string error = load_error(file, target);
     CHECK_THAT(error, Catch::Contains(c.expected));
     require_same_state(target.state(), before);
+  }
+  // A version-1 file (no content hashes) is still read, and checked without them.
+  {
+    const std::string file = dir / "version1.h5";
+    write_bytes(file, valid_bytes);
+    set_int(file, "/", "format_version", 1);
+    CHECK(load_error(file, target).empty());
   }
   // The undamaged file loads, so every error above came from its damage.
   REQUIRE(load_error(valid, target).empty());

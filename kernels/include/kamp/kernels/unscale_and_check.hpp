@@ -36,7 +36,7 @@ struct unscale_and_check_functor {
 
   KOKKOS_INLINE_FUNCTION void init(value_type& v) const {
     v.found_inf = 0;
-    v.norm_squared = 0.0f;
+    v.norm_squared = 0.0;
   }
   KOKKOS_INLINE_FUNCTION void join(value_type& dst, const value_type& src) const {
     dst.found_inf = dst.found_inf > src.found_inf ? dst.found_inf : src.found_inf;
@@ -53,14 +53,14 @@ struct unscale_and_check_functor {
     // PyTorch's convention: the reciprocal is taken in double and rounded once to float.
     const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scaler().scale));
     Grad* KAMP_RESTRICT g = grads;
-    accum_type_t<Grad> sum = 0.0f;
+    double sum = 0.0;  // squares of fp32 values are exact in fp64; the sum loses ~n*2^-53 at most
     int bad = 0;
     KAMP_SIMD(reduction(+ : sum) reduction(| : bad))
     for (std::size_t i = begin; i < end; ++i) {
       const float x = load_float(g + i);
       const float y = x * inv_scale;
       bad |= (is_finite(x) && is_finite(y)) ? 0 : 1;
-      if constexpr (Norm) sum += y * y;
+      if constexpr (Norm) sum += double(y) * double(y);
       if constexpr (InPlace) store_nearest(g + i, y);
     }
     v.found_inf = v.found_inf | bad;
@@ -80,7 +80,7 @@ void unscale_and_check_launch(const ExecutionSpace& space, Grad* grads, std::siz
 }  // namespace detail
 
 /// \brief One fused pass over a flat gradient buffer: multiply by 1/scale in fp32, detect any
-/// inf/NaN (input or result), and optionally accumulate the global L2 norm² in fp32.
+/// inf/NaN (input or result), and optionally accumulate the global L2 norm² in fp64.
 ///
 /// \param grads   (N) gradients in fp32, bf16 or fp16; overwritten when options.in_place
 /// \param scaler  the loss scaler's device state (its scale is read on the device)

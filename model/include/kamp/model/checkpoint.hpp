@@ -18,8 +18,9 @@ class checkpoint_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The checkpoint format this kamp writes and the only one it reads (docs/checkpoint.md).
-inline constexpr std::int64_t checkpoint_format_version = 1;
+/// The checkpoint format this kamp writes; it reads this one and version 1 (the same without
+/// per-tensor content hashes; docs/checkpoint.md).
+inline constexpr std::int64_t checkpoint_format_version = 2;
 
 /// Writes `state` as an HDF5 checkpoint at `path`, atomically: into "<path>.tmp" beside it,
 /// flushed and fsync'ed, renamed to `path`, then the directory fsync'ed. A crash at any moment

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# CI leg: kamp built with AddressSanitizer and UndefinedBehaviorSanitizer, then the kernels,
+# model and app tests (the hostile checkpoint files and inputs among them) under them. Any
+# report fails the run (halt_on_error; UBSan's findings are errors too).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+"$KAMP_REPO_DIR/tools/setup.sh" >/dev/null
+build="$KAMP_REPO_DIR/build/checks/sanitizers"
+mkdir -p "$(dirname "$build")"
+kamp_step "building kamp with -fsanitize=address,undefined in $build"
+flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")" \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DKAMP_ENABLE_MPI=OFF >/dev/null || kamp_die "configuring the sanitizer build failed" "read CMake's message above"
+cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels kamp_test_nn kamp_test_model kamp_test_app_logic \
+  kamp-train kamp-inspect kamp-plan kamp_write_bit_patterns >/dev/null \
+  || kamp_die "building with sanitizers failed" "run the build in $build to see the errors"
+export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
+# Leaks are checked too, except those wholly inside libhdf5 (tools/lsan.supp says which and why).
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$KAMP_REPO_DIR/tools/lsan.supp
+(cd "$build" && ctest -L 'kernels|model|app' -LE 'stress|mpi' -E 'install_consumer' --output-on-failure >"$build/ctest.log" 2>&1) \
+  || { grep -E "ERROR: |runtime error|FAILED|Failed" "$build/ctest.log" | head -n 40; tail -n 40 "$build/ctest.log"
+       kamp_die "tests failed under the sanitizers" "see $build/ctest.log"; }
+echo "with address and undefined-behaviour sanitizers: $(grep 'tests passed' "$build/ctest.log")"
