@@ -60,32 +60,29 @@ void pop_region() {
 
 }  // namespace
 
+static void install(decltype(&begin_kernel) begin, decltype(&end_kernel) end, decltype(&push_region) push,
+                    decltype(&pop_region) pop) {
+  namespace tools = Kokkos::Tools::Experimental;
+  tools::set_begin_parallel_for_callback(begin);
+  tools::set_begin_parallel_reduce_callback(begin);
+  tools::set_begin_parallel_scan_callback(begin);
+  tools::set_end_parallel_for_callback(end);
+  tools::set_end_parallel_reduce_callback(end);
+  tools::set_end_parallel_scan_callback(end);
+  tools::set_push_region_callback(push);
+  tools::set_pop_region_callback(pop);
+}
+
 step_profile::step_profile() {
   ledger& l = books();
   if (l.active) throw std::logic_error("kamp::bench::step_profile: only one profile at a time");
   l = ledger();
   l.active = true;
-  namespace tools = Kokkos::Tools::Experimental;
-  tools::set_begin_parallel_for_callback(begin_kernel);
-  tools::set_begin_parallel_reduce_callback(begin_kernel);
-  tools::set_begin_parallel_scan_callback(begin_kernel);
-  tools::set_end_parallel_for_callback(end_kernel);
-  tools::set_end_parallel_reduce_callback(end_kernel);
-  tools::set_end_parallel_scan_callback(end_kernel);
-  tools::set_push_region_callback(push_region);
-  tools::set_pop_region_callback(pop_region);
+  install(begin_kernel, end_kernel, push_region, pop_region);
 }
 
 step_profile::~step_profile() {
-  namespace tools = Kokkos::Tools::Experimental;
-  tools::set_begin_parallel_for_callback(nullptr);
-  tools::set_begin_parallel_reduce_callback(nullptr);
-  tools::set_begin_parallel_scan_callback(nullptr);
-  tools::set_end_parallel_for_callback(nullptr);
-  tools::set_end_parallel_reduce_callback(nullptr);
-  tools::set_end_parallel_scan_callback(nullptr);
-  tools::set_push_region_callback(nullptr);
-  tools::set_pop_region_callback(nullptr);
+  install(nullptr, nullptr, nullptr, nullptr);
   books().active = false;
 }
 

@@ -301,6 +301,15 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
       kamp::write_checkpoint(f, s);
     };
   };
+  // The first chunk of a dataset zeroed, values and checksum (Fletcher-32 of zeros is 0).
+  const auto zeroed_chunk = [&](const std::string& dataset) {
+    return [&, dataset](const std::string& f) {
+      const auto [at, size] = first_chunk(valid, dataset);
+      std::vector<char> b = valid_bytes;
+      std::fill(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + size), char(0));
+      write_bytes(f, b);
+    };
+  };
   const std::vector<hostile_case> cases{
       {"empty file", [](const std::string& f) { std::ofstream{f}; }, "is not an HDF5 file"},
       {"text file", [](const std::string& f) { std::ofstream(f) << "step = 5\n"; }, "is not an HDF5 file"},
@@ -379,20 +388,10 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
       {"master zeroed under an unchanged model copy", edited("master", 5, 0.0f),
        "model/wte element 5 is"},
       {"a chunk zeroed, values and checksum (Fletcher-32 of zeros is 0)",
-       [&](const std::string& f) {
-         const auto [at, size] = first_chunk(valid, "/master/h0.mlp.fc.weight");
-         std::vector<char> b = valid_bytes;
-         std::fill(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + size), char(0));
-         write_bytes(f, b);
-       },
+       zeroed_chunk("/master/h0.mlp.fc.weight"),
        "dataset /master/h0.mlp.fc.weight does not hold the values that were written"},
       {"a moment chunk zeroed, values and checksum (no copy to compare with)",
-       [&](const std::string& f) {
-         const auto [at, size] = first_chunk(valid, "/moment1/h0.mlp.fc.weight");
-         std::vector<char> b = valid_bytes;
-         std::fill(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + size), char(0));
-         write_bytes(f, b);
-       },
+       zeroed_chunk("/moment1/h0.mlp.fc.weight"),
        "dataset /moment1/h0.mlp.fc.weight does not hold the values that were written"},
       {"rewritten without the checksum filter",
        [](const std::string& f) { replace_dataset(f, "/moment1/wpe", H5T_IEEE_F32LE, {16, 32}, 0.5); },
