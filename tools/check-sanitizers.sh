@@ -4,14 +4,10 @@
 # report fails the run (halt_on_error; UBSan's findings are errors too).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-"$KAMP_REPO_DIR/tools/setup.sh" >/dev/null
-build="$KAMP_REPO_DIR/build/checks/sanitizers"
-mkdir -p "$(dirname "$build")"
-kamp_step "building kamp with -fsanitize=address,undefined in $build"
 flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")" \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DKAMP_ENABLE_MPI=OFF >/dev/null || kamp_die "configuring the sanitizer build failed" "read CMake's message above"
+kamp_configure_check sanitizers "with -fsanitize=address,undefined" -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DKAMP_ENABLE_MPI=OFF
+build=$check_build
 cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels kamp_test_nn kamp_test_model kamp_test_app_logic \
   kamp-train kamp-inspect kamp-plan kamp_write_bit_patterns >/dev/null \
   || kamp_die "building with sanitizers failed" "run the build in $build to see the errors"

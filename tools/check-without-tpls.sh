@@ -4,14 +4,9 @@
 # model library builds without MPI (one process only).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-"$KAMP_REPO_DIR/tools/setup.sh" >/dev/null
-# Inside the clone: a CMake build tree belongs to one source tree, and CI clones anew.
-build="$KAMP_REPO_DIR/build/checks/no-tpls"
-mkdir -p "$(dirname "$build")"
-kamp_step "building kamp without vendor GEMM libraries in $build"
-cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")" \
-  -DKAMP_ENABLE_KOKKOSKERNELS=OFF -DKAMP_ENABLE_DNNL=OFF -DKAMP_ENABLE_MPI=OFF -DKAMP_ENABLE_APPS=OFF >/dev/null \
-  || kamp_die "configuring kamp without TPLs failed" "read CMake's message above"
+kamp_configure_check no-tpls "without vendor GEMM libraries" \
+  -DKAMP_ENABLE_KOKKOSKERNELS=OFF -DKAMP_ENABLE_DNNL=OFF -DKAMP_ENABLE_MPI=OFF -DKAMP_ENABLE_APPS=OFF
+build=$check_build
 cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels kamp_test_nn kamp_model >/dev/null || kamp_die "building without TPLs failed" "run the build in $build to see the errors"
 grep -q '^/\* #undef KAMP_ENABLE_DNNL \*/' "$build/include/kamp/config.hpp" || kamp_die "oneDNN was not switched off" "check cmake/kampDependencies.cmake"
 grep -q '^/\* #undef KAMP_HAVE_MPI \*/' "$build/include/kamp/config.hpp" || kamp_die "MPI was not switched off" "check cmake/kampDependencies.cmake"

@@ -36,3 +36,18 @@ kamp_apt_install() {
            "read apt's message above; check network access to Debian's mirror (package names are bookworm's)"; }
   echo "installed ${#missing[@]} packages (apt log: $log)"
 }
+
+# kamp_configure_check NAME WHAT CMAKE-ARGS...: setup, then configures a check build of kamp in
+# build/checks/NAME against the setup's Kokkos and sets check_build to it. Inside the clone: a
+# CMake build tree belongs to one source tree, and CI clones anew.
+kamp_configure_check() {
+  local name=$1 what=$2
+  shift 2
+  "$KAMP_REPO_DIR/tools/setup.sh" >/dev/null
+  check_build="$KAMP_REPO_DIR/build/checks/$name"
+  mkdir -p "$(dirname "$check_build")"
+  kamp_step "building kamp $what in $check_build"
+  cmake -S "$KAMP_REPO_DIR" -B "$check_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")" "$@" >/dev/null \
+    || kamp_die "configuring kamp $what failed" "read CMake's message above"
+}

@@ -97,11 +97,9 @@ std::vector<CLI::ConfigItem> toml_or_json_config::from_config(std::istream& inpu
       items.push_back(std::move(item));
     }
   }
-  std::set<std::string> seen;
+  // Keys given twice were refused above (check_toml, json_guard): more than one input is a list.
   for (const auto& item : items) {
     const std::string key = item.fullname();
-    if (!seen.insert(key).second)
-      throw CLI::ConversionError("config file: key '" + key + "' appears twice: give each option once");
     if (item.inputs.size() > 1 && list_options_.count(key) == 0)
       throw CLI::ConversionError("config file: '" + key + "' takes one value, not a list of " +
                                  std::to_string(item.inputs.size()));
