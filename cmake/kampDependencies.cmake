@@ -10,7 +10,16 @@ foreach(backend SERIAL OPENMP THREADS CUDA HIP SYCL)
     list(APPEND KAMP_KOKKOS_BACKENDS ${backend})
   endif()
 endforeach()
-message(STATUS "kamp: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}, backends: ${KAMP_KOKKOS_BACKENDS}")
+# The C++ standard is Kokkos' (C++17 for 3.4 and 4.x, C++20 for 5.x): kamp asks for C++17 at least
+# and Kokkos::kokkos carries its own requirement to everything that links it.
+foreach(target Kokkos::kokkos Kokkos::kokkoscore)
+  if(TARGET ${target} AND NOT kamp_kokkos_std)
+    get_target_property(kamp_kokkos_features ${target} INTERFACE_COMPILE_FEATURES)
+    string(REGEX MATCH "cxx_std_[0-9]+" kamp_kokkos_std "${kamp_kokkos_features}")
+  endif()
+endforeach()
+message(STATUS "kamp: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}, backends: ${KAMP_KOKKOS_BACKENDS}, "
+               "C++ standard: ${kamp_kokkos_std}")
 
 # Checkpoints are HDF5 files (the serial library: one writer, see docs/checkpoint.md).
 find_package(HDF5 REQUIRED COMPONENTS C)
@@ -35,7 +44,9 @@ function(kamp_optional_dependency name package purpose)
     set(found ${${package}_FOUND})
   endif()
   set(KAMP_HAVE_${name} ${found} PARENT_SCOPE)
-  message(STATUS "kamp: ${package} for ${purpose}: ${found}")
+  set(${package}_VERSION ${${package}_VERSION} PARENT_SCOPE)
+  string(STRIP "${package} ${${package}_VERSION}" what)
+  message(STATUS "kamp: ${what} for ${purpose}: ${found}")
 endfunction()
 
 # Data-parallel training (kamp::dist) uses MPI's C API; without MPI it is one process only.
@@ -50,6 +61,11 @@ endif()
 get_filename_component(kamp_kokkos_prefix "${Kokkos_DIR}/../../.." ABSOLUTE)
 kamp_optional_dependency(KOKKOSKERNELS KokkosKernels "GEMM" PATHS ${kamp_kokkos_prefix})
 kamp_optional_dependency(DNNL dnnl "GEMM")
+# tpls/gemm_dnnl.hpp speaks oneDNN 2 and 3 (their APIs differ in two calls); others are refused here.
+if(KAMP_HAVE_DNNL AND NOT dnnl_VERSION MATCHES "^[23]\\.")
+  message(FATAL_ERROR "kamp's oneDNN path supports oneDNN 2.x and 3.x, found ${dnnl_VERSION} in ${dnnl_DIR}. "
+                      "Point dnnl_ROOT at a 2.x or 3.x installation, or configure with -DKAMP_ENABLE_DNNL=OFF.")
+endif()
 set(KAMP_HAVE_CUBLAS OFF)
 if(Kokkos_ENABLE_CUDA)
   kamp_optional_dependency(CUBLAS CUDAToolkit "GEMM")

@@ -37,6 +37,12 @@ kamp_apt_install() {
   echo "installed ${#missing[@]} packages (apt log: $log)"
 }
 
+# After tools/setup.sh: the CMake arguments that point kamp at the setup's Kokkos and Kokkos Kernels.
+kamp_read_kokkos_args() {
+  kamp_kokkos_args=(-DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")"
+                    -DKokkosKernels_ROOT="$(cat "$KAMP_CACHE_DIR/kokkoskernels-host.prefix")")
+}
+
 # kamp_configure_check NAME WHAT CMAKE-ARGS...: setup, then configures a check build of kamp in
 # build/checks/NAME against the setup's Kokkos and sets check_build to it. Inside the clone: a
 # CMake build tree belongs to one source tree, and CI clones anew.
@@ -44,10 +50,11 @@ kamp_configure_check() {
   local name=$1 what=$2
   shift 2
   "$KAMP_REPO_DIR/tools/setup.sh" >/dev/null
+  kamp_read_kokkos_args
   check_build="$KAMP_REPO_DIR/build/checks/$name"
   mkdir -p "$(dirname "$check_build")"
   kamp_step "building kamp $what in $check_build"
   cmake -S "$KAMP_REPO_DIR" -B "$check_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DKokkos_ROOT="$(cat "$KAMP_CACHE_DIR/kokkos-host.prefix")" "$@" >/dev/null \
+    "${kamp_kokkos_args[@]}" "$@" >/dev/null \
     || kamp_die "configuring kamp $what failed" "read CMake's message above"
 }

@@ -5,7 +5,7 @@
 #   tools/kokkos.sh cuda   Serial + OpenMP + CUDA (nvcc, AMPERE80, patched for CUDA 13)  (compile checks, GPU runs)
 # OpenBLAS uses the gfortran symbol convention (name_); giving it spares Kokkos Kernels from
 # probing a Fortran compiler.
-# Writes the install prefix to $KAMP_CACHE_DIR/kokkos-<backend>.prefix. Reuses a build whose version stamp matches.
+# Writes the install prefixes to $KAMP_CACHE_DIR/kokkos-<backend>.prefix (and kokkoskernels-host.prefix). Reuses a build whose version stamp matches.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -26,8 +26,16 @@ if [ "$backend" = host ]; then
   # login and compute nodes differ) keeps one build for each instead of rebuilding in turn.
   prefix+="-$host_arch"
 fi
+# Kokkos Kernels goes into a prefix of its own, as on clusters where modules install each package
+# apart: every kamp build then proves that kamp (and its installed package) finds it there.
+kernels_prefix="$prefix/kokkos-kernels"
+record_prefixes() {
+  echo "$prefix" > "$KAMP_CACHE_DIR/kokkos-$backend.prefix"
+  [ "$backend" = host ] && echo "$kernels_prefix" > "$KAMP_CACHE_DIR/kokkoskernels-$backend.prefix"
+  return 0
+}
 # The stamp changes whenever the build recipe does, so an old cache is rebuilt rather than trusted.
-stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=6"
+stamp_text="kokkos=$KAMP_KOKKOS_VERSION backend=$backend recipe=7"
 [ "$backend" = host ] && stamp_text+=" arch=$host_arch"
 [ "$backend" = cuda ] && stamp_text+=" patch=$(sha256sum "$KAMP_REPO_DIR/tools/patches/kokkos-3.4.01-cuda13.patch" | cut -c1-16)"
 
@@ -93,7 +101,7 @@ if [ "$backend" = host ]; then
 fi
 if [ "$decision" = reuse ] && [ -f "$prefix/.kamp-stamp" ] && [ "$(cat "$prefix/.kamp-stamp")" = "$stamp_text" ]; then
   echo "Kokkos $KAMP_KOKKOS_VERSION ($backend${host_arch:+, arch $host_arch}) already built in $prefix"
-  echo "$prefix" > "$KAMP_CACHE_DIR/kokkos-$backend.prefix"
+  record_prefixes
   exit 0
 fi
 
@@ -132,8 +140,9 @@ cmake --build "$build/kokkos" -j "$KAMP_JOBS" >>"$build.kokkos.log" 2>&1 && cmak
 echo "Kokkos built in $(( $(date +%s) - t0 )) s"
 
 if [ "$backend" = host ]; then
-  kamp_step "building Kokkos Kernels $KAMP_KOKKOS_VERSION (BLAS TPL: OpenBLAS) into $prefix"
+  kamp_step "building Kokkos Kernels $KAMP_KOKKOS_VERSION (BLAS TPL: OpenBLAS) into $kernels_prefix"
   cmake -S "$src/kokkos-kernels" -B "$build/kernels" "${common[@]}" -DKokkos_ROOT="$prefix" \
+      -DCMAKE_INSTALL_PREFIX="$kernels_prefix" \
       -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DLAPACK_LIBRARIES=openblas \
       "-DF77_BLAS_MANGLE=(name,NAME) name ## _" -DKokkosKernels_INST_DOUBLE=OFF \
       -DKokkosKernels_INST_FLOAT=ON -DKokkosKernels_ADD_DEFAULT_ETI=OFF >"$build.kernels.log" 2>&1 \
@@ -144,4 +153,4 @@ fi
 
 echo "$stamp_text" > "$prefix/.kamp-stamp"
 rm -rf "$build"
-echo "$prefix" > "$KAMP_CACHE_DIR/kokkos-$backend.prefix"
+record_prefixes

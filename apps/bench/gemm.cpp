@@ -2,12 +2,10 @@
 #include "gemm.hpp"
 
 #include <kamp/kamp.hpp>
+#include <kamp/kernels/tpls/gemm_dnnl.hpp>  // dnnl_matmul_desc
 
 #ifdef KAMP_BENCH_HAVE_OPENBLAS
 #include <cblas.h>
-#endif
-#ifdef KAMP_ENABLE_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
 #endif
 
 #include <cstdio>
@@ -53,7 +51,7 @@ class dnnl_matmul {
     const dnnl::memory::desc ad({s.m, s.k}, dt::bf16, ta ? dims{1, s.m} : dims{s.k, 1});
     const dnnl::memory::desc bd({s.k, s.n}, dt::bf16, tb ? dims{1, s.k} : dims{s.n, 1});
     const dnnl::memory::desc cd({s.m, s.n}, dt::f32, dims{s.n, 1});
-    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine_));
+    primitive_ = dnnl::matmul(detail::dnnl_matmul_desc(engine_, ad, bd, nullptr, cd));
     a_ = dnnl::memory(ad, engine_, const_cast<bf16*>(a));
     b_ = dnnl::memory(bd, engine_, const_cast<bf16*>(b));
     c_ = dnnl::memory(cd, engine_, c);
@@ -150,7 +148,8 @@ void gemm_kernels(report& out, int repeat, bool large) {
     if constexpr (std::is_same_v<memory, Kokkos::HostSpace>) {
       try {
         dnnl_matmul direct(s, a16.data(), b16.data(), c_ref.data());
-        run("oneDNN bf16 direct", "dnnl", [&] { direct(); }, sgemm, reference_name);
+        run(
+            "oneDNN bf16 direct", "dnnl", [&] { direct(); }, sgemm, reference_name);
       } catch (const dnnl::error&) {
         std::printf("  %-15s oneDNN bf16 direct: no bf16 matmul on this CPU\n", s.name);
       }

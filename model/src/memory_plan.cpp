@@ -2,6 +2,8 @@
 #include <kamp/model/memory_plan.hpp>
 #include <kamp/model/training_state.hpp>
 
+#include <kamp/kernels/detail/kokkos_compat.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -112,7 +114,7 @@ double free_memory_bytes() {
   }
 #endif
 #if defined(KOKKOS_ENABLE_HIP)
-  if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Experimental::HIP>) {
+  if (std::is_same_v<Kokkos::DefaultExecutionSpace, kamp::detail::hip_space>) {
     std::size_t free = 0, total = 0;
     return hipMemGetInfo(&free, &total) == hipSuccess ? double(free) : 0.0;
   }

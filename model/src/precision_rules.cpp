@@ -2,6 +2,8 @@
 
 #include <kamp/kernels/gemm.hpp>
 
+#include <kamp/kernels/detail/kokkos_compat.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <fstream>
@@ -64,7 +66,7 @@ hardware_report detect_hardware() {
   }
 #endif
 #if defined(KOKKOS_ENABLE_HIP)
-  if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Experimental::HIP>) {
+  if (std::is_same_v<Kokkos::DefaultExecutionSpace, kamp::detail::hip_space>) {
     hardware_report h;
     h.device = "HIP device";
     h.evidence = "AMD GPUs from MI100 (gfx908) compute bf16 in their matrix cores";

@@ -1,7 +1,7 @@
 // When kamp-train calls the precision doctor by itself: fed synthetic step reports.
 #include "../../apps/train/loss_watch.hpp"
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include <cmath>
 #include <limits>
@@ -23,14 +23,14 @@ TEST_CASE("a loss that stops falling calls the doctor once, after two windows", 
   kamp::app::loss_watch watch(10);
   for (int n = 1; n <= 19; ++n) CHECK(watch.update(step(n, 3.0 + 0.01 * (n % 3))).empty());
   const std::string why = watch.update(step(20, 3.02));
-  CHECK_THAT(why, Catch::Contains("the loss stopped falling") && Catch::Contains("last 10 steps"));
+  CHECK_THAT(why, kamp::test::contains("the loss stopped falling") && kamp::test::contains("last 10 steps"));
   for (int n = 21; n <= 60; ++n) CHECK(watch.update(step(n, 3.0)).empty());
 }
 
 TEST_CASE("a NaN loss or three skipped steps in a row call the doctor", "[app]") {
   kamp::app::loss_watch nan_watch;
   CHECK(nan_watch.update(step(1, 5.0)).empty());
-  CHECK_THAT(nan_watch.update(step(2, std::nan(""), true)), Catch::Contains("the loss is NaN at step 2"));
+  CHECK_THAT(nan_watch.update(step(2, std::nan(""), true)), kamp::test::contains("the loss is NaN at step 2"));
   CHECK(nan_watch.update(step(3, std::nan(""), true)).empty());
 
   kamp::app::loss_watch skips;
@@ -39,7 +39,7 @@ TEST_CASE("a NaN loss or three skipped steps in a row call the doctor", "[app]")
   CHECK(skips.update(step(3, 5.0)).empty());  // a clean step resets the count
   CHECK(skips.update(step(4, 5.0, true)).empty());
   CHECK(skips.update(step(5, 5.0, true)).empty());
-  CHECK_THAT(skips.update(step(6, 5.0, true)), Catch::Contains("3 steps in a row had inf/NaN gradients (step 6)"));
+  CHECK_THAT(skips.update(step(6, 5.0, true)), kamp::test::contains("3 steps in a row had inf/NaN gradients (step 6)"));
   CHECK_THAT(kamp::app::loss_watch().update(step(1, std::numeric_limits<double>::infinity())),
-             Catch::Contains("infinite"));
+             kamp::test::contains("infinite"));
 }

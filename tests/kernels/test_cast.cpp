@@ -1,6 +1,6 @@
 #include <kamp/kernels/cast.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/execution_spaces.hpp"
 #include "../support/oracles.hpp"
@@ -86,5 +86,5 @@ TEMPLATE_TEST_CASE("stochastic cast is reproducible from its seed and widening i
   for (std::size_t i = 2; i < n; ++i) REQUIRE(kamp::test::bits_of(hback[i]) == (std::uint32_t(ha[i].bits) << 16));
 
   Kokkos::View<float*, memory> wrong("wrong", n + 1);
-  CHECK_THROWS_WITH(kamp::cast(TestType(), wrong, a), Catch::Contains("has 5001 elements but input 'a' has 5000"));
+  CHECK_THROWS_WITH(kamp::cast(TestType(), wrong, a), kamp::test::contains("has 5001 elements but input 'a' has 5000"));
 }

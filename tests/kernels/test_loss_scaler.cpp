@@ -2,7 +2,7 @@
 // hand from the documented algorithms (PyTorch _amp_update_scale_, DeepSpeed DynamicLossScaler).
 #include <kamp/kernels/loss_scaler.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/execution_spaces.hpp"
 #include "../support/views.hpp"
@@ -113,17 +113,17 @@ TEMPLATE_TEST_CASE("scaler counts steps and skipped steps, and restores a saved 
   CHECK(r.growth_tracker == s.growth_tracker);
   auto bad = s;
   bad.growth_tracker = 7;  // impossible with growth_interval 5
-  CHECK_THROWS_WITH(resumed.restore(bad), Catch::Contains("different growth_interval"));
+  CHECK_THROWS_WITH(resumed.restore(bad), kamp::test::contains("different growth_interval"));
 }
 
 TEST_CASE("scaler options are validated", "[kernels]") {
   kamp::loss_scaler_options o;
   o.backoff_factor = 1.5f;
-  CHECK_THROWS_WITH(o.validate(), Catch::Contains("backoff_factor must be in (0, 1)"));
+  CHECK_THROWS_WITH(o.validate(), kamp::test::contains("backoff_factor must be in (0, 1)"));
   o = {};
   o.init_scale = 0.0f;
-  CHECK_THROWS_WITH(o.validate(), Catch::Contains("init_scale"));
+  CHECK_THROWS_WITH(o.validate(), kamp::test::contains("init_scale"));
   o = {};
   o.hysteresis = 0;
-  CHECK_THROWS_WITH(kamp::loss_scaler<Kokkos::HostSpace>(o), Catch::Contains("hysteresis must be >= 1"));
+  CHECK_THROWS_WITH(kamp::loss_scaler<Kokkos::HostSpace>(o), kamp::test::contains("hysteresis must be >= 1"));
 }

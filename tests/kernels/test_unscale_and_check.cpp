@@ -1,7 +1,7 @@
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/unscale_and_check.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/data.hpp"
 #include "../support/execution_spaces.hpp"

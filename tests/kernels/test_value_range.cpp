@@ -1,7 +1,7 @@
 #include <kamp/kernels/value_range.hpp>
 #include <kamp/numeric/convert.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/execution_spaces.hpp"
 #include "../support/views.hpp"

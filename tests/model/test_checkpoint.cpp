@@ -3,7 +3,7 @@
 #include <kamp/model/checkpoint.hpp>
 #include <kamp/model/trainer.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 #include <hdf5.h>
 
 #include <cmath>
@@ -137,8 +137,8 @@ TEST_CASE("a checkpoint directory keeps the newest K and removes leftovers of ki
   CHECK(fs::exists(checkpoints.path() + "/notes.txt"));
   REQUIRE(kamp::read_checkpoint(files[0]).steps_taken == 4);
   CHECK_THROWS_WITH(kamp::checkpoint_directory(checkpoints.path() + "/notes.txt", 1),
-                    Catch::Contains("cannot create checkpoint directory"));
-  CHECK_THROWS_WITH(kamp::checkpoint_directory(dir / "x", 0), Catch::Contains("keep must be >= 1"));
+                    kamp::test::contains("cannot create checkpoint directory"));
+  CHECK_THROWS_WITH(kamp::checkpoint_directory(dir / "x", 0), kamp::test::contains("keep must be >= 1"));
 }
 
 namespace {
@@ -425,7 +425,7 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
     write_bytes(file, valid_bytes);
     c.damage(file);
     const std::string error = load_error(file, target);
-    CHECK_THAT(error, Catch::Contains(c.expected));
+    CHECK_THAT(error, kamp::test::contains(c.expected));
     require_same_state(target.state(), before);
   }
   // A version-1 file (no content hashes) is still read, and checked without them.
@@ -463,7 +463,7 @@ TEST_CASE("any flipped byte is detected or harmless: the checkpoint fails to loa
       INFO("byte " << at << " was changed and the file still loads: it must be unused padding");
       require_same_state(loaded, saved);
     } catch (const kamp::checkpoint_error& e) {
-      CHECK_THAT(e.what(), Catch::Contains("flipped.h5"));
+      CHECK_THAT(e.what(), kamp::test::contains("flipped.h5"));
       ++detected;
     }
   }

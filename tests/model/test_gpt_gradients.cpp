@@ -2,7 +2,7 @@
 // finite differences of its loss, in fp64: kamp::gpt<double> runs every op in fp64.
 #include <kamp/model/gpt.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/finite_differences.hpp"
 #include "../support/gpt_shapes.hpp"

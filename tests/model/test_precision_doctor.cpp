@@ -3,7 +3,7 @@
 #include <kamp/model/doctor.hpp>
 #include <kamp/numeric/convert.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/gpt_shapes.hpp"
 #include "../support/training_states.hpp"

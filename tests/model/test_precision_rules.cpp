@@ -3,7 +3,7 @@
 #include <kamp/kernels/gemm.hpp>
 #include <kamp/model/precision_rules.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include <algorithm>
 
@@ -33,7 +33,7 @@ TEST_CASE("bf16 parameters only for pure_bf16 without quantization (the llama-re
   const auto* f = find(refused, "pure-bf16-with-quantization");
   REQUIRE(f != nullptr);
   CHECK(f->severity == level::error);
-  CHECK_THAT(f->message, Catch::Contains("llama-recipes") && Catch::Contains("quantization is off"));
+  CHECK_THAT(f->message, kamp::test::contains("llama-recipes") && kamp::test::contains("quantization is off"));
   CHECK(find(refused, "bf16-parameters") == nullptr);
 
   request.quantization = "none";
@@ -44,7 +44,7 @@ TEST_CASE("bf16 parameters only for pure_bf16 without quantization (the llama-re
 
   request.enable_fsdp = true;
   const auto sharded = kamp::check_precision(mode(kamp::precision_mode::pure_bf16), request, native);
-  CHECK_THAT(find(sharded, "bf16-parameters")->message, Catch::Contains("each rank keeps its shard in bf16"));
+  CHECK_THAT(find(sharded, "bf16-parameters")->message, kamp::test::contains("each rank keeps its shard in bf16"));
   REQUIRE(find(sharded, "sharding-single-process") != nullptr);
   CHECK(std::none_of(sharded.begin(), sharded.end(), [](const auto& x) { return x.severity == level::error; }));
 
@@ -59,7 +59,7 @@ TEST_CASE("quantization alone is refused as unsupported", "[model][rules]") {
     const auto f = kamp::check_precision(mode(m), request, native);
     REQUIRE(find(f, "quantization-unsupported") != nullptr);
     CHECK(find(f, "quantization-unsupported")->severity == level::error);
-    CHECK_THAT(find(f, "quantization-unsupported")->message, Catch::Contains("--quantization 4bit"));
+    CHECK_THAT(find(f, "quantization-unsupported")->message, kamp::test::contains("--quantization 4bit"));
   }
 }
 
@@ -69,7 +69,7 @@ TEST_CASE("amp_fp16 without a loss scaler is refused unless forced", "[model][ru
   const auto refused = kamp::check_precision(mode(kamp::precision_mode::amp_fp16), request, native);
   REQUIRE(find(refused, "fp16-needs-loss-scaling") != nullptr);
   CHECK(find(refused, "fp16-needs-loss-scaling")->severity == level::error);
-  CHECK_THAT(find(refused, "fp16-needs-loss-scaling")->message, Catch::Contains("--force-unscaled-fp16"));
+  CHECK_THAT(find(refused, "fp16-needs-loss-scaling")->message, kamp::test::contains("--force-unscaled-fp16"));
   request.force_unscaled_fp16 = true;
   const auto forced = kamp::check_precision(mode(kamp::precision_mode::amp_fp16), request, native);
   CHECK(find(forced, "fp16-needs-loss-scaling")->severity == level::warning);
@@ -102,7 +102,7 @@ TEST_CASE("bf16 without native hardware support is a note naming what was detect
     REQUIRE(find(f, "bf16-emulated") != nullptr);
     CHECK(find(f, "bf16-emulated")->severity == level::note);
     CHECK_THAT(find(f, "bf16-emulated")->message,
-               Catch::Contains("avx512_bf16") && Catch::Contains("widen to fp32") && Catch::Contains("half the memory"));
+               kamp::test::contains("avx512_bf16") && kamp::test::contains("widen to fp32") && kamp::test::contains("half the memory"));
     CHECK(find(kamp::check_precision(mode(m), {}, native), "bf16-emulated") == nullptr);
   }
   CHECK(find(kamp::check_precision(mode(kamp::precision_mode::fp32), {}, x86_old), "bf16-emulated") == nullptr);

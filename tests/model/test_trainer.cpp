@@ -1,7 +1,7 @@
 // Training behaviour of the whole loop in every precision mode, on a tiny model.
 #include <kamp/model/trainer.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/gpt_shapes.hpp"
 
@@ -137,7 +137,7 @@ TEST_CASE("a layer overridden to fp32 really computes in fp32", "[model][precisi
   auto bad = policy(kamp::precision_mode::amp_bf16);
   bad.fp32_layers = {"h7.mlp"};
   CHECK_THROWS_WITH(kamp::trainer(tiny_model(), bad, tiny_run(3), corpus()),
-                    Catch::Contains("fp32 override 'h7.mlp' names no layer"));
+                    kamp::test::contains("fp32 override 'h7.mlp' names no layer"));
 }
 
 TEST_CASE("training is deterministic for a seed", "[model][train]") {
@@ -158,12 +158,12 @@ TEST_CASE("bad configurations are rejected before anything is allocated", "[mode
   auto c = tiny_model();
   c.d_model = 63;
   CHECK_THROWS_WITH(kamp::trainer(c, policy(kamp::precision_mode::fp32), tiny_run(1), corpus()),
-                    Catch::Contains("d_model 63 is not a positive multiple of heads 2"));
+                    kamp::test::contains("d_model 63 is not a positive multiple of heads 2"));
   auto o = tiny_run(1);
   o.lr = -1;
   CHECK_THROWS_WITH(kamp::trainer(tiny_model(), policy(kamp::precision_mode::fp32), o, corpus()),
-                    Catch::Contains("lr must be finite and > 0"));
-  CHECK_THROWS_WITH(kamp::token_dataset("short text", 0.1, 32, "inline"), Catch::Contains("each part needs at least"));
+                    kamp::test::contains("lr must be finite and > 0"));
+  CHECK_THROWS_WITH(kamp::token_dataset("short text", 0.1, 32, "inline"), kamp::test::contains("each part needs at least"));
   CHECK_THROWS_WITH(kamp::token_dataset::from_file("/nonexistent/corpus.txt", 0.1, 32),
-                    Catch::Contains("cannot open '/nonexistent/corpus.txt'"));
+                    kamp::test::contains("cannot open '/nonexistent/corpus.txt'"));
 }

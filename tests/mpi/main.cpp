@@ -1,7 +1,7 @@
 // Catch2 entry point for tests run under mpirun: MPI and Kokkos stay initialized while the
 // tests run, and the program fails when any rank failed.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "world.hpp"
 

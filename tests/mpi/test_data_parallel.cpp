@@ -5,7 +5,7 @@
 #include <kamp/model/memory_tracker.hpp>
 #include <kamp/model/trainer.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/gpt_shapes.hpp"
 #include "world.hpp"

@@ -2,7 +2,7 @@
 // fp64 on every execution space: L = Σ w ⊙ forward(x) with random w, so dL/dout = w.
 #include <kamp/kernels/nn.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/execution_spaces.hpp"
 #include "../support/finite_differences.hpp"
@@ -171,7 +171,7 @@ TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position"
   CHECK(gradient_error(loss, wte, flat_host(dwte), sample_indices(0, vocab * c, vocab * c, 44)) < tolerance);
   CHECK(gradient_error(loss, wpe, flat_host(dwpe), sample_indices(0, t * c, t * c, 45)) < tolerance);
   CHECK_THROWS_WITH((kamp::token_rows<typename Space::memory_space>(std::vector<int>{3, 9}.data(), 2, vocab)),
-                    Catch::Contains("token 9 at position 1 is outside the vocabulary"));
+                    kamp::test::contains("token 9 at position 1 is outside the vocabulary"));
 }
 
 TEMPLATE_TEST_CASE("column sums add rows in fp64 and accumulate", "[nn]", KAMP_TEST_EXECUTION_SPACES) {

@@ -3,7 +3,7 @@
 #include <kamp/numeric.hpp>
 
 #include <Kokkos_Core.hpp>
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/oracles.hpp"
 

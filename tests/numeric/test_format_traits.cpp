@@ -2,7 +2,7 @@
 // bfloat16 as in Intel's BF16 white paper) and against the bit patterns they describe.
 #include <kamp/numeric.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/oracles.hpp"
 

@@ -2,7 +2,7 @@
 // narrowing that value gives the pattern back.
 #include <kamp/numeric.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/oracles.hpp"
 

@@ -1,7 +1,7 @@
 // Stochastic rounding: only the two neighbours of x ever come out, and their average is x.
 #include <kamp/numeric.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include "../support/oracles.hpp"
 

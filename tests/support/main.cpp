@@ -1,6 +1,6 @@
 // Catch2 entry point that keeps Kokkos initialized while the tests run.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -11,9 +11,7 @@ int main(int argc, char* argv[]) {
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   // CTest discovers test cases by listing them; Kokkos stays uninitialized then, because its
   // start-up warnings on stdout would be read as test names.
-  const auto& config = session.configData();
-  const bool listing = config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
   std::optional<Kokkos::ScopeGuard> kokkos;
-  if (!listing) kokkos.emplace(argc, argv);
+  if (!kamp::test::only_lists(session.configData())) kokkos.emplace(argc, argv);
   return session.run();
 }

@@ -3,7 +3,7 @@
 
 #include <kamp/model/training_state.hpp>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstring>
 

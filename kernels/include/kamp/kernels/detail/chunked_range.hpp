@@ -1,6 +1,8 @@
 #ifndef KAMP_KERNELS_DETAIL_CHUNKED_RANGE_HPP
 #define KAMP_KERNELS_DETAIL_CHUNKED_RANGE_HPP
 
+#include <kamp/kernels/detail/kokkos_compat.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -46,7 +48,7 @@ struct elements_per_work_item<Kokkos::Cuda> {
 #endif
 #ifdef KOKKOS_ENABLE_HIP
 template <>
-struct elements_per_work_item<Kokkos::Experimental::HIP> {
+struct elements_per_work_item<hip_space> {
   static constexpr std::size_t value = 1;
 };
 #endif

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_IMPL_GEMM_PORTABLE_HPP
 
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/detail/kokkos_compat.hpp>
 #include <kamp/numeric/accum_type.hpp>
 #include <kamp/numeric/element_access.hpp>
 
@@ -50,7 +51,7 @@ struct gemm_tiles<Kokkos::Cuda> {
 #endif
 #ifdef KOKKOS_ENABLE_HIP
 template <>
-struct gemm_tiles<Kokkos::Experimental::HIP> {
+struct gemm_tiles<hip_space> {
   static constexpr int tile_m = 64, tile_n = 64, tile_k = 16;
   static constexpr int reg_m = 4, reg_n = 4;
   static constexpr int team_size = 256;
@@ -89,8 +90,7 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
   using tiles = gemm_tiles<ExecutionSpace>;
   constexpr int TM = tiles::tile_m, TN = tiles::tile_n, TK = tiles::tile_k, RM = tiles::reg_m, RN = tiles::reg_n;
   static_assert(TM % RM == 0 && TN % RN == 0, "kamp::gemm: register blocks must tile the scratch tile");
-  using policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using member = typename policy::member_type;
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   using acc_t = typename gemm_problem<TA, TB, TC>::accum;
   using scratch = Kokkos::View<acc_t*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
@@ -99,71 +99,75 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
   if (league == 0) return;
   const std::size_t scratch_bytes =
       scratch::shmem_size(TM * TK) + scratch::shmem_size(TK * TN) + scratch::shmem_size(TM * TN);
-  const policy pol = policy(space, league, tiles::team_size).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
+  // fp32 CPU tiles (48 KiB) exceed Kokkos' 32 KiB level-0 limit on host spaces and take level 1
+  // there, which on CPUs is the same per-thread memory.
+  const int level = team_scratch_level<ExecutionSpace>(scratch_bytes, "kamp::gemm::portable");
 
-  Kokkos::parallel_for(
-      "kamp::gemm::portable", pol, KOKKOS_LAMBDA(const member& team) {
-        const int tile = team.league_rank();
-        const int batch = tile / (tiles_m * tiles_n);
-        const int row0 = (tile / tiles_n) % tiles_m * TM, col0 = tile % tiles_n * TN;
-        const TA* a = p.a + batch * p.stride_a;
-        const TB* b = p.b + batch * p.stride_b;
-        TC* c = p.c + batch * p.stride_c;
-        scratch as(team.team_scratch(0), TM * TK), bs(team.team_scratch(0), TK * TN), cs(team.team_scratch(0), TM * TN);
-        const int rank = team.team_rank(), size = team.team_size();
+  const auto kernel = KOKKOS_LAMBDA(const member& team) {
+    const int tile = team.league_rank();
+    const int batch = tile / (tiles_m * tiles_n);
+    const int row0 = (tile / tiles_n) % tiles_m * TM, col0 = tile % tiles_n * TN;
+    const TA* a = p.a + batch * p.stride_a;
+    const TB* b = p.b + batch * p.stride_b;
+    TC* c = p.c + batch * p.stride_c;
+    scratch as(team.team_scratch(level), TM * TK), bs(team.team_scratch(level), TK * TN),
+        cs(team.team_scratch(level), TM * TN);
+    const int rank = team.team_rank(), size = team.team_size();
 
-        for (int i = rank; i < TM * TN; i += size) cs(i) = acc_t(0);
-        for (int k0 = 0; k0 < p.k; k0 += TK) {
-          team.team_barrier();
-          const int kv = p.k - k0 < TK ? p.k - k0 : TK, mv = p.m - row0 < TM ? p.m - row0 : TM,
-                    nv = p.n - col0 < TN ? p.n - col0 : TN;
-          // A scratch: (row, k) at row*TK + k, or k*TM + row when A is transposed (its rows are
-          // then the k index), so the copy always reads contiguous memory.
-          if (p.trans_a)
-            load_tile<false, tiles::team_size>(team, as.data(), a + k0 * p.lda + row0, p.lda, TK, TM, kv, mv);
-          else
-            load_tile<false, tiles::team_size>(team, as.data(), a + row0 * p.lda + k0, p.lda, TM, TK, mv, kv);
-          // B scratch: (k, col) at k*TN + col, contiguous along the register block's columns.
-          if (p.trans_b)
-            load_tile<true, tiles::team_size>(team, bs.data(), b + col0 * p.ldb + k0, p.ldb, TN, TK, nv, kv);
-          else
-            load_tile<false, tiles::team_size>(team, bs.data(), b + k0 * p.ldb + col0, p.ldb, TK, TN, kv, nv);
-          team.team_barrier();
-          for (int blk = rank; blk < (TM / RM) * (TN / RN); blk += size) {
-            const int r0 = blk / (TN / RN) * RM, c0 = blk % (TN / RN) * RN;
-            acc_t acc[RM][RN];
-            KAMP_UNROLL
-            for (int r = 0; r < RM; ++r)
-              for (int cc = 0; cc < RN; ++cc) acc[r][cc] = cs((r0 + r) * TN + c0 + cc);
-            const int a_row_stride = p.trans_a ? 1 : TK, a_k_stride = p.trans_a ? TM : 1;
-            const acc_t* KAMP_RESTRICT a_tile = as.data() + r0 * a_row_stride;
-            const acc_t* KAMP_RESTRICT b_tile = bs.data() + c0;
-            for (int kk = 0; kk < TK; ++kk) {
-              // The vector dimension is the register block's columns (one SIMD register's worth
-              // on CPUs); rows are unrolled, so acc stays in registers across the K loop.
-              KAMP_UNROLL
-              for (int r = 0; r < RM; ++r) {
-                const acc_t av = a_tile[r * a_row_stride + kk * a_k_stride];
-                KAMP_SIMD()
-                for (int cc = 0; cc < RN; ++cc) acc[r][cc] += av * b_tile[kk * TN + cc];
-              }
-            }
-            KAMP_UNROLL
-            for (int r = 0; r < RM; ++r)
-              for (int cc = 0; cc < RN; ++cc) cs((r0 + r) * TN + c0 + cc) = acc[r][cc];
+    for (int i = rank; i < TM * TN; i += size) cs(i) = acc_t(0);
+    for (int k0 = 0; k0 < p.k; k0 += TK) {
+      team.team_barrier();
+      const int kv = p.k - k0 < TK ? p.k - k0 : TK, mv = p.m - row0 < TM ? p.m - row0 : TM,
+                nv = p.n - col0 < TN ? p.n - col0 : TN;
+      // A scratch: (row, k) at row*TK + k, or k*TM + row when A is transposed (its rows are
+      // then the k index), so the copy always reads contiguous memory.
+      if (p.trans_a)
+        load_tile<false, tiles::team_size>(team, as.data(), a + k0 * p.lda + row0, p.lda, TK, TM, kv, mv);
+      else
+        load_tile<false, tiles::team_size>(team, as.data(), a + row0 * p.lda + k0, p.lda, TM, TK, mv, kv);
+      // B scratch: (k, col) at k*TN + col, contiguous along the register block's columns.
+      if (p.trans_b)
+        load_tile<true, tiles::team_size>(team, bs.data(), b + col0 * p.ldb + k0, p.ldb, TN, TK, nv, kv);
+      else
+        load_tile<false, tiles::team_size>(team, bs.data(), b + k0 * p.ldb + col0, p.ldb, TK, TN, kv, nv);
+      team.team_barrier();
+      for (int blk = rank; blk < (TM / RM) * (TN / RN); blk += size) {
+        const int r0 = blk / (TN / RN) * RM, c0 = blk % (TN / RN) * RN;
+        acc_t acc[RM][RN];
+        KAMP_UNROLL
+        for (int r = 0; r < RM; ++r)
+          for (int cc = 0; cc < RN; ++cc) acc[r][cc] = cs((r0 + r) * TN + c0 + cc);
+        const int a_row_stride = p.trans_a ? 1 : TK, a_k_stride = p.trans_a ? TM : 1;
+        const acc_t* KAMP_RESTRICT a_tile = as.data() + r0 * a_row_stride;
+        const acc_t* KAMP_RESTRICT b_tile = bs.data() + c0;
+        for (int kk = 0; kk < TK; ++kk) {
+          // The vector dimension is the register block's columns (one SIMD register's worth
+          // on CPUs); rows are unrolled, so acc stays in registers across the K loop.
+          KAMP_UNROLL
+          for (int r = 0; r < RM; ++r) {
+            const acc_t av = a_tile[r * a_row_stride + kk * a_k_stride];
+            KAMP_SIMD()
+            for (int cc = 0; cc < RN; ++cc) acc[r][cc] += av * b_tile[kk * TN + cc];
           }
         }
-        team.team_barrier();
-        for (int i = rank; i < TM * TN; i += size) {
-          const int row = row0 + i / TN, col = col0 + i % TN;
-          if (row >= p.m || col >= p.n) continue;
-          TC* out = c + row * p.ldc + col;
-          acc_t v = p.alpha * cs(i);
-          if (p.beta != 0.0f) v += p.beta * load_as<acc_t>(out);
-          if (p.bias != nullptr) v += p.bias[col];
-          store_nearest(out, v);
-        }
-      });
+        KAMP_UNROLL
+        for (int r = 0; r < RM; ++r)
+          for (int cc = 0; cc < RN; ++cc) cs((r0 + r) * TN + c0 + cc) = acc[r][cc];
+      }
+    }
+    team.team_barrier();
+    for (int i = rank; i < TM * TN; i += size) {
+      const int row = row0 + i / TN, col = col0 + i % TN;
+      if (row >= p.m || col >= p.n) continue;
+      TC* out = c + row * p.ldc + col;
+      acc_t v = p.alpha * cs(i);
+      if (p.beta != 0.0f) v += p.beta * load_as<acc_t>(out);
+      if (p.bias != nullptr) v += p.bias[col];
+      store_nearest(out, v);
+    }
+  };
+  Kokkos::parallel_for("kamp::gemm::portable",
+                       bounded_team_policy(space, league, tiles::team_size, level, scratch_bytes, kernel), kernel);
 }
 
 }  // namespace kamp::detail

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_NN_DETAIL_HPP
 
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/detail/kokkos_compat.hpp>
 #include <kamp/numeric/accum_type.hpp>
 #include <kamp/numeric/detail/bit_cast.hpp>
 #include <kamp/numeric/element_access.hpp>
@@ -35,7 +36,7 @@ struct column_block<Kokkos::Cuda> {
 #endif
 #ifdef KOKKOS_ENABLE_HIP
 template <>
-struct column_block<Kokkos::Experimental::HIP> {
+struct column_block<hip_space> {
   static constexpr int value = 1;
 };
 #endif

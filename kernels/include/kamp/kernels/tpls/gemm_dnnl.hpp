@@ -22,9 +22,43 @@
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
-#include <vector>
 
 namespace kamp::detail {
+
+// The places where oneDNN 2's and 3's APIs differ for kamp (CMake accepts only those majors).
+/// alpha in C = alpha·AB + beta·C: oneDNN 2's output scale; oneDNN 3 dropped those and scales the
+/// weights instead, with the value passed at execution (dnnl_alpha_argument). Both multiply the
+/// fp32 accumulator once, before the sum post-op.
+inline void dnnl_set_alpha(dnnl::primitive_attr& attr, float alpha) {
+#if DNNL_VERSION_MAJOR >= 3
+  static_cast<void>(alpha);
+  attr.set_scales_mask(DNNL_ARG_WEIGHTS, 0);
+#else
+  attr.set_output_scales(0, {alpha});
+#endif
+}
+/// Adds alpha's execution argument where oneDNN takes one; `alpha` must outlive the execution.
+inline void dnnl_alpha_argument(std::unordered_map<int, dnnl::memory>& args, const dnnl::engine& engine, float* alpha) {
+#if DNNL_VERSION_MAJOR >= 3
+  args.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+               dnnl::memory({{1}, dnnl::memory::data_type::f32, {1}}, engine, alpha));
+#else
+  static_cast<void>(args), static_cast<void>(engine), static_cast<void>(alpha);
+#endif
+}
+/// A matmul primitive descriptor for src a, weights b, optional bias and dst c; throws
+/// dnnl::error where oneDNN has no implementation.
+inline dnnl::matmul::primitive_desc dnnl_matmul_desc(const dnnl::engine& engine, const dnnl::memory::desc& a,
+                                                     const dnnl::memory::desc& b, const dnnl::memory::desc* bias,
+                                                     const dnnl::memory::desc& c,
+                                                     const dnnl::primitive_attr& attr = dnnl::primitive_attr()) {
+#if DNNL_VERSION_MAJOR >= 3
+  if (bias != nullptr) return {engine, a, b, *bias, c, attr};
+  return {engine, a, b, c, attr};
+#else
+  return {bias != nullptr ? dnnl::matmul::desc(a, b, *bias, c) : dnnl::matmul::desc(a, b, c), attr, engine};
+#endif
+}
 
 /// One oneDNN engine and stream per process, and primitives cached by shape: creating a matmul
 /// primitive costs far more than a small GEMM.
@@ -44,12 +78,14 @@ class dnnl_context {
   void matmul(const gemm_problem<TA, TB, TC>& p) {
     std::lock_guard<std::mutex> lock(mutex_);
     entry& e = find(p);
+    float alpha = p.alpha;
     for (int b = 0; b < (e.per_batch ? p.batch : 1); ++b) {
       dnnl::memory a(e.a, engine_, const_cast<TA*>(p.a + b * p.stride_a));
       dnnl::memory bm(e.b, engine_, const_cast<TB*>(p.b + b * p.stride_b));
       dnnl::memory c(e.c, engine_, p.c + b * p.stride_c);
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, c}};
       if (p.bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, const_cast<float*>(p.bias)));
+      if (p.alpha != 1.0f) dnnl_alpha_argument(args, engine_, &alpha);
       e.primitive->execute(stream_, args);
     }
     stream_.wait();
@@ -147,7 +183,7 @@ class dnnl_context {
                                     : batch == 1      ? dnnl::memory::desc({1, p.n}, dt::f32, dims{p.n, 1})
                                                       : dnnl::memory::desc({1, 1, p.n}, dt::f32, dims{p.n, p.n, 1});
     dnnl::primitive_attr attr;
-    if (p.alpha != 1.0f) attr.set_output_scales(0, std::vector<float>{p.alpha});
+    if (p.alpha != 1.0f) dnnl_set_alpha(attr, p.alpha);
     if (p.beta != 0.0f) {
       dnnl::post_ops ops;
       ops.append_sum(p.beta);
@@ -155,8 +191,8 @@ class dnnl_context {
     }
     entry e{a, b, c, bias, std::nullopt, false, {}};
     try {
-      const dnnl::matmul::primitive_desc pd(
-          p.bias != nullptr ? dnnl::matmul::desc(a, b, bias, c) : dnnl::matmul::desc(a, b, c), attr, engine_);
+      const dnnl::matmul::primitive_desc pd =
+          dnnl_matmul_desc(engine_, a, b, p.bias != nullptr ? &bias : nullptr, c, attr);
       e.implementation = pd.impl_info_str();
       if (!is_reference(e.implementation)) e.primitive = dnnl::matmul(pd);
     } catch (const dnnl::error&) {

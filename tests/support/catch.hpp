@@ -1,0 +1,45 @@
+#ifndef KAMP_TESTS_SUPPORT_CATCH_HPP
+#define KAMP_TESTS_SUPPORT_CATCH_HPP
+
+// Catch2 2 (one header) and Catch2 3 (a library, headers per concept) behind one include, so
+// every test source compiles against either. KAMP_CATCH2_MAJOR comes from the Catch2 package
+// CMake found (tests/CMakeLists.txt).
+#include <string>
+
+#if KAMP_CATCH2_MAJOR >= 3
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_session.hpp>
+#include <catch2/catch_template_test_macros.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+using Catch::Approx;
+#else
+#include <catch2/catch.hpp>
+#endif
+
+namespace kamp::test {
+
+/// Matcher: the string contains `part` (Catch2 2's Contains, Catch2 3's ContainsSubstring).
+inline auto contains(const std::string& part) {
+#if KAMP_CATCH2_MAJOR >= 3
+  return Catch::Matchers::ContainsSubstring(part);
+#else
+  return Catch::Contains(part);
+#endif
+}
+
+#if KAMP_CATCH2_MAJOR >= 3 || defined(CATCH_CONFIG_RUNNER)  // Catch2 2 declares ConfigData for runners only
+/// Whether the command line only asks Catch2 to list things (CTest's test discovery does).
+inline bool only_lists(const Catch::ConfigData& config) {
+#if KAMP_CATCH2_MAJOR >= 3
+  return config.listTests || config.listTags || config.listReporters || config.listListeners;
+#else
+  return config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
+#endif
+}
+#endif
+
+}  // namespace kamp::test
+
+#endif
