@@ -72,6 +72,7 @@ in_root sh -c 'echo "sid toolchain: $(g++ --version | head -n1); $(cmake --versi
 
 bind /proc "$root/proc"
 bind /dev "$root/dev"
+bind /sys "$root/sys" ro  # libgomp reads the CPU topology there (OMP_PLACES)
 bind "$KAMP_REPO_DIR" "$root/src/kamp" ro
 mkdir -p "$KAMP_CACHE_DIR/ccache-sid"
 bind "$KAMP_CACHE_DIR/ccache-sid" "$root/ccache"

@@ -115,9 +115,9 @@ TEST_CASE("bf16 without native hardware support is a note naming what was detect
 TEST_CASE("gemm_paths names one path per type combination the policy multiplies with", "[model][rules]") {
   const auto lines = kamp::gemm_paths(mode(kamp::precision_mode::amp_bf16));
   REQUIRE(lines.size() == 2);
-  CHECK_THAT(lines[0], Catch::StartsWith("bf16 x bf16 -> bf16: "));
-  CHECK_THAT(lines[1], Catch::StartsWith("bf16 x bf16 -> fp32: "));
+  CHECK_THAT(lines[0], Catch::Matchers::StartsWith("bf16 x bf16 -> bf16: "));
+  CHECK_THAT(lines[1], Catch::Matchers::StartsWith("bf16 x bf16 -> fp32: "));
   const auto fp32 = kamp::gemm_paths(mode(kamp::precision_mode::fp32));
   REQUIRE(fp32.size() == 1);
-  CHECK_THAT(fp32[0], Catch::StartsWith("fp32 x fp32 -> fp32: "));
+  CHECK_THAT(fp32[0], Catch::Matchers::StartsWith("fp32 x fp32 -> fp32: "));
 }

@@ -52,7 +52,8 @@ class checkpoint_directory {
   /// The files the last list() left out because their step number does not parse.
   const std::vector<std::string>& unparsable() const { return unparsable_; }
   /// Throws checkpoint_error unless a file can be created in the directory and its file system
-  /// has room for a checkpoint of `bytes` (found before training, not at the first write).
+  /// has room for a checkpoint of `bytes` (found before training, not at the first write; save
+  /// checks again before each write).
   void check_room(std::uint64_t bytes) const;
   /// Renames the checkpoints of steps after `step` to <name>.abandoned (out of list()'s sight),
   /// so that a run resumed from an older file does not later continue the abandoned branch.
