@@ -69,6 +69,20 @@ endif()
 # Kokkos Kernels usually sits in Kokkos' prefix; look there too (config mode).
 get_filename_component(kamp_kokkos_prefix "${Kokkos_DIR}/../../.." ABSOLUTE)
 kamp_optional_dependency(KOKKOSKERNELS KokkosKernels "GEMM" PATHS ${kamp_kokkos_prefix})
+# A standalone Kokkos Kernels exports Kokkos::kokkoskernels; Trilinos' (Debian's
+# libtrilinos-kokkos-kernels-dev) exports KokkosKernels::all_libs.
+if(KAMP_HAVE_KOKKOSKERNELS)
+  foreach(target Kokkos::kokkoskernels KokkosKernels::all_libs)
+    if(TARGET ${target} AND NOT KAMP_KOKKOSKERNELS_TARGET)
+      set(KAMP_KOKKOSKERNELS_TARGET ${target})
+    endif()
+  endforeach()
+  if(NOT KAMP_KOKKOSKERNELS_TARGET)
+    message(FATAL_ERROR "kamp: Kokkos Kernels in ${KokkosKernels_DIR} defines neither Kokkos::kokkoskernels nor "
+                        "KokkosKernels::all_libs. Point KokkosKernels_ROOT at another installation, or configure "
+                        "with -DKAMP_ENABLE_KOKKOSKERNELS=OFF.")
+  endif()
+endif()
 kamp_optional_dependency(DNNL dnnl "GEMM")
 # tpls/gemm_dnnl.hpp speaks oneDNN 2 and 3 (their APIs differ in two calls); others are refused here.
 if(KAMP_HAVE_DNNL AND NOT dnnl_VERSION MATCHES "^[23]\\.")
