@@ -48,17 +48,27 @@ in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     CCACHE_DIR=/ccache DEBIAN_FRONTEND=noninteractive "$@"
 }
+# Mounts below the chroot, deepest first (a killed run leaves its bind mounts behind).
+mounts_below() { awk -v r="$1/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r; }
 # Removing a chroot with /proc or /dev still bound below it would delete the host's.
 remove_root() {
-  if findmnt -rn -o TARGET | grep -q "^$1/"; then
-    kamp_die "something is still mounted below $1" "unmount it (findmnt | grep $1), then rerun"
+  local m
+  for m in $(mounts_below "$1"); do umount "$m" || umount -l "$m"; done
+  if [ -n "$(mounts_below "$1")" ]; then
+    kamp_die "something is still mounted below $1" "unmount it (grep $1 /proc/self/mountinfo), then rerun"
   fi
-  rm -rf "$1"
+  rm -rf --one-file-system "$1"
 }
+
+# One run at a time per cache: CI jobs may share it, and a run unmounts and rebuilds in place.
+mkdir -p "$KAMP_CACHE_DIR"
+exec 8>"$KAMP_CACHE_DIR/.sid.lock"
+flock 8
+for leftover in $(mounts_below "$root"); do umount "$leftover" || umount -l "$leftover"; done
 
 if [ ! -f "$root/.kamp-recipe" ] || [ "$(cat "$root/.kamp-recipe")" != "$recipe" ]; then
   kamp_step "building the Debian sid chroot in $root (once; kept in the setup cache)"
-  kamp_apt_install debootstrap
+  (kamp_apt_install debootstrap) || skip "debootstrap could not be installed"
   remove_root "$root"
   t0=$(date +%s)
   debootstrap --variant=minbase sid "$root" "$mirror" >"$log" 2>&1 || skip "debootstrap of Debian sid from $mirror failed"
@@ -66,8 +76,8 @@ if [ ! -f "$root/.kamp-recipe" ] || [ "$(cat "$root/.kamp-recipe")" != "$recipe"
   bind /dev "$root/dev"
   { in_root apt-get "${apt_opts[@]}" update && in_root apt-get "${apt_opts[@]}" install "${packages[@]}"; } >>"$log" 2>&1 \
     || { unmount_all; remove_root "$root"; skip "apt-get could not install sid's packages"; }
-  in_root sh -c "mkdir -p /tmp/debs $kokkos4 && cd /tmp/debs && apt-get ${apt_opts[*]} download ${kokkos4_debs[*]} &&
-                 for deb in *.deb; do dpkg -x \$deb $kokkos4; done && rm -rf /tmp/debs" >>"$log" 2>&1 \
+  in_root sh -ec "mkdir -p /tmp/debs $kokkos4; cd /tmp/debs; apt-get ${apt_opts[*]} download ${kokkos4_debs[*]};
+                  for deb in *.deb; do dpkg -x \$deb $kokkos4; done; rm -rf /tmp/debs" >>"$log" 2>&1 \
     || { unmount_all; remove_root "$root"; skip "apt-get could not fetch Trilinos' Kokkos 4 packages"; }
   unmount_all
   echo "$recipe" >"$root/.kamp-recipe"
@@ -85,8 +95,11 @@ bind /proc "$root/proc"
 bind /dev "$root/dev"
 bind /sys "$root/sys" ro  # libgomp reads the CPU topology there (OMP_PLACES)
 bind "$KAMP_REPO_DIR" "$root/src/kamp" ro
-mkdir -p "$KAMP_CACHE_DIR/ccache-sid"
-bind "$KAMP_CACHE_DIR/ccache-sid" "$root/ccache"
+# One ccache per CPU feature set: ccache keys -march=native by its spelling, and a cache shared
+# by AVX-512 and AVX2 hosts would hand AVX-512 objects to an AVX2 one.
+cpu_kind=$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)
+mkdir -p "$KAMP_CACHE_DIR/ccache-sid-$cpu_kind"
+bind "$KAMP_CACHE_DIR/ccache-sid-$cpu_kind" "$root/ccache"
 
 # build_and_test NAME WHAT LIBRARY-PATH CMAKE-ARGS...: a clean build of this clone in /build/NAME,
 # then every test but `long` and `stress` (and the ctest arguments given to this script), with

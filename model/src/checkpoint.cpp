@@ -253,18 +253,19 @@ void write_checkpoint(const std::string& path, const training_state& state) {
   const fs::path parent = fs::path(path).parent_path();
   const std::string directory = parent.empty() ? "." : parent.string();
   try {
-    write_file(tmp, state);
+    try {
+      write_file(tmp, state);
+    } catch (const checkpoint_error& e) {
+      // HDF5's messages do not carry errno: the free space tells whether the disk filled up.
+      std::error_code error;
+      const fs::space_info space = fs::space(directory, error);
+      if (error) throw;
+      throw checkpoint_error(std::string(e.what()) + " (the file system of '" + directory + "' has " +
+                             std::to_string(space.available >> 10) + " KiB of space left)");
+    }
     fsync_path(tmp, O_RDONLY);
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
       throw checkpoint_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  } catch (const checkpoint_error& e) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    // HDF5's messages do not carry errno: the free space tells whether the disk filled up.
-    const fs::space_info space = fs::space(directory, ignored);
-    if (ignored) throw;
-    throw checkpoint_error(std::string(e.what()) + " (the file system of '" + directory + "' has " +
-                           std::to_string(space.available >> 10) + " KiB of space left)");
   } catch (...) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
@@ -360,9 +361,7 @@ std::string checkpoint_directory::save(const training_state& state) const {
   std::snprintf(name, sizeof name, "step-%08lld.h5", static_cast<long long>(state.steps_taken));
   const std::string path = (fs::path(path_) / name).string();
   // The disk may have filled up since the last checkpoint: say so before writing, naming sizes.
-  std::uint64_t bytes = 0;
-  for (const auto& t : state.tensors) bytes += t.bytes.size();
-  check_room(bytes);
+  check_room(checkpoint_tensor_bytes(state.model, state.policy));
   write_checkpoint(path, state);
   // Only after the new checkpoint is durable do older ones and leftovers of killed writes go;
   // the new one stays even if files of higher steps are there.

@@ -8,11 +8,13 @@
 
 #if KAMP_CATCH2_MAJOR >= 3
 #include <catch2/catch_approx.hpp>
-#include <catch2/catch_session.hpp>
 #include <catch2/catch_template_test_macros.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#ifdef CATCH_CONFIG_RUNNER  // the test mains
+#include <catch2/catch_session.hpp>
+#endif
 using Catch::Approx;
 #else
 #include <catch2/catch.hpp>
@@ -29,7 +31,7 @@ inline auto contains(const std::string& part) {
 #endif
 }
 
-#if KAMP_CATCH2_MAJOR >= 3 || defined(CATCH_CONFIG_RUNNER)  // Catch2 2 declares ConfigData for runners only
+#ifdef CATCH_CONFIG_RUNNER  // the test mains (Catch2 2 declares ConfigData for them only)
 /// Whether the command line only asks Catch2 to list things (CTest's test discovery does).
 inline bool only_lists(const Catch::ConfigData& config) {
 #if KAMP_CATCH2_MAJOR >= 3

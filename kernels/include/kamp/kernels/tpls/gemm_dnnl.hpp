@@ -219,7 +219,7 @@ struct gemm_tpl_dnnl {
   }
   static std::string explain(const problem& p) {
     if (p.k == 0) return "oneDNN is not called for K = 0";
-    if (p.bias != nullptr && p.alpha != 1.0f) return "oneDNN scales the bias by alpha";
+    if (p.bias != nullptr && p.alpha != 1.0f) return "oneDNN 2 scales the bias by alpha (kept off oneDNN 3 too)";
     return dnnl_context::instance().explain(p);
   }
   static void run(const Kokkos::DefaultHostExecutionSpace& space, const problem& p) {
