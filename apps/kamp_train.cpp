@@ -94,7 +94,7 @@ void add_options(CLI::App& app, run_settings& s) {
                  "SIGTERM/SIGUSR1/SIGINT (then the run exits 0)")
       ->capture_default_str();
   app.add_option("--checkpoint-every", s.checkpoint_every,
-                 "Periodic checkpoints: every N steps (500) or wall-clock time (90s, 30m, 2h); 0: off")
+                 "Periodic checkpoints: every N steps (500) or wall-clock time (90s, 30m, 2h; checked at each log line, every --log-every steps); 0: off")
       ->capture_default_str();
   app.add_option("--keep-checkpoints", s.keep_checkpoints, "Newest checkpoints kept in --checkpoint-dir")
       ->capture_default_str();
@@ -279,41 +279,54 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   kamp::app::loss_watch watch;
   // Ranks stop together: at the first step after any of them received a signal.
   int stopped_by = ranks.max(stop.signal());
-  while (trainer.steps_taken() < s.train.steps && !stopped_by) {
-    const auto r = trainer.step();
-    seconds += r.seconds;
-    if (r.step == first_step) first_loss = r.loss;
-    skipped += r.skipped;
-    consecutive_skips = r.skipped ? consecutive_skips + 1 : 0;
-    if (r.skipped && skipped == 1 && !s.train.scaler.dynamic && s.policy.loss_scaling())
-      std::printf("\nwarning: the static loss scale %g overflowed at step %lld (the step was skipped): lower "
-                  "--loss-scale or use --loss-scaling dynamic\n",
-                  r.scale, static_cast<long long>(r.step));
-    if (const std::string why = watch.update(r); !why.empty()) {
-      bar.finish();
-      if (ranks.distributed()) {
-        std::printf("%s: diagnose a checkpoint of this run in one process: kamp-train --diagnose --resume PATH\n",
-                    why.c_str());
-      } else {
-        std::printf("%s: running the precision doctor\n%s", why.c_str(), kamp::report(kamp::diagnose(trainer)).c_str());
+  // Steps are launched in runs up to the next point where the host must look (a log line, a
+  // validation, a checkpoint by steps, the end) and their reports read together: the steps of
+  // a run never wait for the host. A skipped step only ends a run before that point, never after.
+  std::int64_t taken = trainer.steps_taken();
+  while (taken < s.train.steps && !stopped_by) {
+    std::int64_t run = std::min<std::int64_t>(s.train.steps - taken, s.log_every - taken % s.log_every);
+    if (s.eval_every > 0) run = std::min<std::int64_t>(run, s.eval_every - taken % s.eval_every);
+    run = std::min(run, every.steps_until_due(taken));
+    for (std::int64_t i = 0; i < run; ++i) trainer.advance();
+    const std::vector<kamp::step_report> reports = trainer.reports();
+    for (const auto& r : reports) {
+      taken += r.skipped ? 0 : 1;
+      seconds += r.seconds;
+      if (r.step == first_step) first_loss = r.loss;
+      skipped += r.skipped;
+      consecutive_skips = r.skipped ? consecutive_skips + 1 : 0;
+      if (r.skipped && skipped == 1 && !s.train.scaler.dynamic && s.policy.loss_scaling())
+        std::printf("\nwarning: the static loss scale %g overflowed at step %lld (the step was skipped): lower "
+                    "--loss-scale or use --loss-scaling dynamic\n",
+                    r.scale, static_cast<long long>(r.step));
+      if (const std::string why = watch.update(r); !why.empty()) {
+        bar.finish();
+        if (ranks.distributed()) {
+          std::printf("%s: diagnose a checkpoint of this run in one process: kamp-train --diagnose --resume PATH\n",
+                      why.c_str());
+        } else {
+          std::printf("%s: running the precision doctor\n%s", why.c_str(),
+                      kamp::report(kamp::diagnose(trainer)).c_str());
+        }
+        std::fflush(stdout);
       }
-      std::fflush(stdout);
+      if (consecutive_skips == 50)
+        throw std::runtime_error(
+            "50 consecutive steps had inf/NaN gradients: the model or the data produce non-finite "
+            "values. Try --mode amp_bf16 or fp32, a smaller --lr, or --fp32-layers");
+      if (!r.skipped) {
+        losses.push_back(r.loss);
+        if (taken > 2) rates.push_back(r.tokens / r.seconds);
+      }
+      // Only a run's last step can reach a validation point (the run ends there).
+      validation.reset();
+      if (!r.skipped && (taken == s.train.steps || (s.eval_every > 0 && taken % s.eval_every == 0)))
+        validation = trainer.validation_loss(s.eval_batches);
+      bar.update(r, taken, validation);
+      if (metrics) metrics->write(r, validation);
     }
-    if (consecutive_skips == 50)
-      throw std::runtime_error("50 consecutive steps had inf/NaN gradients: the model or the data produce non-finite "
-                               "values. Try --mode amp_bf16 or fp32, a smaller --lr, or --fp32-layers");
-    if (!r.skipped) {
-      losses.push_back(r.loss);
-      if (trainer.steps_taken() > 2) rates.push_back(r.tokens / r.seconds);
-    }
-    const bool last = trainer.steps_taken() == s.train.steps;
-    validation.reset();
-    if (!r.skipped && (last || (s.eval_every > 0 && trainer.steps_taken() % s.eval_every == 0)))
-      validation = trainer.validation_loss(s.eval_batches);
-    bar.update(r, trainer.steps_taken(), validation);
-    if (metrics) metrics->write(r, validation);
-    if (!r.skipped && ranks.max(every.due(trainer.steps_taken(),
-                                          std::chrono::duration<double>(clock::now() - saved_time).count())))
+    if (!reports.back().skipped &&
+        ranks.max(every.due(taken, std::chrono::duration<double>(clock::now() - saved_time).count())))
       save_if_new("periodic");
     stopped_by = ranks.max(stop.signal());
   }

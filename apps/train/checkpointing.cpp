@@ -1,6 +1,7 @@
 #include "checkpointing.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -43,6 +44,10 @@ checkpoint_interval checkpoint_interval::parse(const std::string& text) {
 
 bool checkpoint_interval::due(std::int64_t steps_taken, double seconds_since_last) const {
   return (steps > 0 && steps_taken % steps == 0) || (seconds > 0 && seconds_since_last >= seconds);
+}
+
+std::int64_t checkpoint_interval::steps_until_due(std::int64_t steps_taken) const {
+  return steps > 0 ? steps - steps_taken % steps : std::numeric_limits<std::int64_t>::max();
 }
 
 stop_request::stop_request() {

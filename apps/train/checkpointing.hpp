@@ -18,6 +18,8 @@ struct checkpoint_interval {
   /// "0" (off), "500" (steps), "90s", "30m", "2h". Throws std::invalid_argument otherwise.
   static checkpoint_interval parse(const std::string& text);
   bool due(std::int64_t steps_taken, double seconds_since_last) const;
+  /// Optimizer steps from `steps_taken` to the next checkpoint by steps (none: the maximum).
+  std::int64_t steps_until_due(std::int64_t steps_taken) const;
 };
 
 /// \brief SIGTERM, SIGUSR1 (Slurm's `--signal=USR1@120`) and SIGINT ask the run to stop after

@@ -1,4 +1,5 @@
 #include <kamp/model/data.hpp>
+#include <kamp/model/device_batches.hpp>
 #include <kamp/numeric/counter_random.hpp>
 
 #include <fstream>
@@ -95,17 +96,14 @@ token_dataset token_dataset::from_file(const std::string& path, double validatio
 
 void token_dataset::sample(split part, std::uint64_t seed, std::uint64_t index, int batch, int* tokens,
                            int* targets) const {
-  const auto& bytes = part == split::train ? train_ : validation_;
-  // A different stream per split, so validation windows never depend on the training position.
-  const std::uint64_t stream = seed * 2 + (part == split::train ? 0 : 1);
-  const std::uint64_t windows = bytes.size() - std::size_t(context_);
-  for (int b = 0; b < batch; ++b) {
-    const std::uint64_t r = (std::uint64_t(counter_random(stream, 2 * (index * batch + b))) << 32) |
-                            counter_random(stream, 2 * (index * batch + b) + 1);
-    const std::size_t start = std::size_t(r % windows);
+  const auto& b = bytes(part);
+  const std::uint64_t windows = b.size() - std::size_t(context_);
+  for (int w = 0; w < batch; ++w) {
+    const std::size_t start = detail::window_start(detail::split_stream(seed, part == split::train), index, batch, w,
+                                                   windows);
     for (int t = 0; t < context_; ++t) {
-      tokens[b * context_ + t] = bytes[start + t];
-      targets[b * context_ + t] = bytes[start + t + 1];
+      tokens[w * context_ + t] = b[start + t];
+      targets[w * context_ + t] = b[start + t + 1];
     }
   }
 }

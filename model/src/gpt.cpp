@@ -2,6 +2,8 @@
 #include <kamp/kernels/flat_tensors.hpp>
 #include <kamp/kernels/gemm.hpp>
 #include <kamp/kernels/nn.hpp>
+#include <kamp/kernels/nn/attention_heads.hpp>
+#include <kamp/kernels/nn/residual.hpp>
 #include <kamp/model/gpt.hpp>
 
 #include <algorithm>
@@ -12,534 +14,542 @@ namespace kamp {
 
 namespace {
 
-using memory_space = Kokkos::DefaultExecutionSpace::memory_space;
-template <class T>
-using matrix = Kokkos::View<T**, Kokkos::LayoutRight, memory_space, Kokkos::MemoryUnmanaged>;
-template <class T>
-using tensor3 = Kokkos::View<T***, Kokkos::LayoutRight, memory_space, Kokkos::MemoryUnmanaged>;
-template <class T>
-using vector = Kokkos::View<T*, memory_space, Kokkos::MemoryUnmanaged>;
-using bytes = Kokkos::View<char*, memory_space>;
+template <class M>
+struct views {
+  template <class T>
+  using matrix = Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
+  template <class T>
+  using batched = Kokkos::View<T***, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
+  template <class T>
+  using vector = Kokkos::View<T*, M, Kokkos::MemoryUnmanaged>;
+  using bytes = Kokkos::View<char*, M>;
 
-// Activations whose type depends on the layer's compute dtype live in byte buffers sized for
-// the widest type the model may use (Real) and are viewed with the type of the moment.
-template <class T>
-matrix<T> as_matrix(const bytes& b, std::size_t rows, std::size_t cols) {
-  return matrix<T>(reinterpret_cast<T*>(b.data()), rows, cols);
-}
-template <class T>
-vector<T> as_vector(const bytes& b, std::size_t n) {
-  return vector<T>(reinterpret_cast<T*>(b.data()), n);
-}
-// Columns [first, first + width) of each row of an (B, T, W) activation: one attention head.
-template <class T>
-auto head(const matrix<T>& m, int batch, int first, int width) {
-  const tensor3<T> t(m.data(), batch, m.extent(0) / batch, m.extent(1));
-  return Kokkos::subview(t, Kokkos::ALL, Kokkos::ALL, Kokkos::make_pair(first, first + width));
-}
-// Head h of (B, H, T, T) scores or probabilities.
-template <class T>
-auto head_scores(T* data, int batch, int heads, int h, int t) {
-  const Kokkos::View<T****, Kokkos::LayoutRight, memory_space, Kokkos::MemoryUnmanaged> s(data, batch, heads, t, t);
-  return Kokkos::subview(s, Kokkos::ALL, h, Kokkos::ALL, Kokkos::ALL);
-}
+  // Activations whose type depends on the layer's compute dtype live in byte buffers sized for
+  // that type (activation_layout) and are viewed with the type of the moment.
+  template <class T>
+  static matrix<T> as_matrix(const bytes& b, std::size_t rows, std::size_t cols) {
+    return matrix<T>(reinterpret_cast<T*>(b.data()), rows, cols);
+  }
+  template <class T>
+  static vector<T> as_vector(const bytes& b, std::size_t n) {
+    return vector<T>(reinterpret_cast<T*>(b.data()), n);
+  }
+  template <class T>
+  static batched<T> as_batched(T* data, std::size_t batch, std::size_t rows, std::size_t cols) {
+    return batched<T>(data, batch, rows, cols);
+  }
+};
 
-std::string layer_prefix(int l) { return "h" + std::to_string(l) + "."; }
+// The layer names the policy and the doctor use: h<l>.attn, h<l>.mlp, lm_head.
+std::string block_name(int l) { return "h" + std::to_string(l) + "."; }
 
 }  // namespace
 
-template <class Real>
-struct gpt<Real>::buffers {
-  // Forward activations, one set per layer (the backward pass reads them).
-  std::vector<bytes> residual;             // 2L+1 of (N, C) Real: the residual stream
-  std::vector<Kokkos::View<Real*, memory_space>> mean, rstd;  // 2L+1 LayerNorms of (N)
-  std::vector<bytes> ln_out;               // 2L+1 of (N, C) compute type: LayerNorm outputs
-  std::vector<bytes> qkv, probs, probs_low, atty, fc_pre, fc_act;
-  bytes logits, losses;
-  Kokkos::View<int**, memory_space> tokens;
-  Kokkos::View<int*, memory_space> targets;
-  // Backward scratch, reused by every layer.
-  bytes dresid, dresid_low, dln, dfc_act, dfc_pre, datty, dprobs, dscores, dqkv, dlogits, bias;
+template <class Real, class ES>
+struct gpt<Real, ES>::buffers {
+  using bytes = typename views<memory_space>::bytes;
+  std::array<std::vector<bytes>, std::size_t(activation::count)> all;
+  Kokkos::View<double, memory_space> loss{"kamp::gpt::loss"};  ///< the host-array API's loss sum
+
+  const bytes& operator()(activation a, std::size_t copy = 0) const { return all[std::size_t(a)][copy]; }
+  template <class T>
+  T* data(activation a, std::size_t copy = 0) const {
+    return reinterpret_cast<T*>((*this)(a, copy).data());
+  }
 };
 
-template <class Real>
-gpt<Real>::gpt(const gpt_config& config, const precision_policy& policy, int batch)
-    : config_(config), policy_(policy), table_(config.parameter_table()), exact_table_(table_), batch_(batch) {
-  policy_.validate(config_);
+template <class Real, class ES>
+gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int batch, const ES& space)
+    : config_(config),
+      policy_(policy),
+      parameters_((policy.validate(config), config)),
+      dtypes_(config, policy, std::is_same_v<Real, double> ? dtype::fp64 : dtype::fp32),
+      batch_(batch),
+      space_(space),
+      exact_table_(parameters_.table),
+      token_index_(std::size_t(std::max(batch, 1)) * config.context, config.vocab) {
   if (std::is_same_v<Real, double> && policy_.mode != precision_mode::fp32)
     throw std::invalid_argument("kamp::gpt<double> is the fp64 reference; it runs the fp32 policy only");
   if (batch < 1) throw std::invalid_argument("kamp::gpt: batch must be at least 1, got " + std::to_string(batch));
-  const std::size_t n = std::size_t(batch) * config.context, c = config.d_model, t = config.context;
-  const std::size_t scores = std::size_t(batch) * config.heads * t * t, w = sizeof(Real);
-  // Buffers a layer writes in its compute type take that type's width: bf16/fp16 layers halve
-  // them. Backward scratch is shared by all layers, so it takes the widest of them.
-  const auto width = [&](const std::string& layer) {
-    return visit_dtype<Real>(activation_dtype(layer), [](auto x) { return sizeof(x); });
-  };
-  std::size_t widest = width("lm_head");
-  for (const auto& layer : config.layer_names()) widest = std::max(widest, width(layer));
-  const int norms = 2 * config.layers + 1;
-  grads_ = Kokkos::View<Real*, memory_space>("kamp::gpt::grads", table_.flat_size());
+  grads_ = Kokkos::View<Real*, memory_space>("kamp::gpt::grads", table().flat_size());
   buf_ = std::make_unique<buffers>();
-  auto& b = *buf_;
-  const auto alloc = [](const std::string& label, std::size_t size) { return bytes(label, size); };
-  for (int i = 0; i < norms; ++i) {
-    // LayerNorm i feeds h<i/2>.attn (even i), h<i/2>.mlp (odd i), or the head (the last).
-    const std::string consumer =
-        i == norms - 1 ? "lm_head" : layer_prefix(i / 2) + (i % 2 == 0 ? "attn" : "mlp");
-    b.residual.push_back(alloc("kamp::gpt::residual", n * c * w));
-    b.mean.emplace_back("kamp::gpt::ln_mean", n);
-    b.rstd.emplace_back("kamp::gpt::ln_rstd", n);
-    b.ln_out.push_back(alloc("kamp::gpt::ln_out", n * c * width(consumer)));
-  }
-  for (int l = 0; l < config.layers; ++l) {
-    const std::size_t attn = width(layer_prefix(l) + "attn"), mlp = width(layer_prefix(l) + "mlp");
-    b.qkv.push_back(alloc("kamp::gpt::qkv", 3 * n * c * attn));
-    b.probs.push_back(alloc("kamp::gpt::probs", scores * w));
-    b.probs_low.push_back(alloc("kamp::gpt::probs_low", scores * attn));
-    b.atty.push_back(alloc("kamp::gpt::atty", n * c * attn));
-    b.fc_pre.push_back(alloc("kamp::gpt::fc_pre", n * config.mlp * w));
-    b.fc_act.push_back(alloc("kamp::gpt::fc_act", n * config.mlp * mlp));
-  }
-  b.logits = alloc("kamp::gpt::logits", n * config.vocab * w);
-  b.losses = alloc("kamp::gpt::losses", n * w);
-  b.tokens = Kokkos::View<int**, memory_space>("kamp::gpt::tokens", batch, t);
-  b.targets = Kokkos::View<int*, memory_space>("kamp::gpt::targets", n);
-  b.dresid = alloc("kamp::gpt::dresid", n * c * w);
-  b.dresid_low = alloc("kamp::gpt::dresid_low", n * c * widest);
-  b.dln = alloc("kamp::gpt::dln", n * c * w);
-  b.dfc_act = alloc("kamp::gpt::dfc_act", n * config.mlp * w);
-  b.dfc_pre = alloc("kamp::gpt::dfc_pre", n * config.mlp * widest);
-  b.datty = alloc("kamp::gpt::datty", n * c * widest);
-  b.dprobs = alloc("kamp::gpt::dprobs", scores * w);
-  b.dscores = alloc("kamp::gpt::dscores", scores * widest);
-  b.dqkv = alloc("kamp::gpt::dqkv", 3 * n * c * widest);
-  b.dlogits = alloc("kamp::gpt::dlogits", n * config.vocab * width("lm_head"));
-  b.bias = alloc("kamp::gpt::bias", std::max<std::size_t>(3 * c, config.mlp) * w);
+  const auto layout = activation_layout(config, policy, batch, dtype_of<Real>());
+  for (std::size_t a = 0; a < layout.size(); ++a)
+    for (const std::size_t size : layout[a].bytes) buf_->all[a].emplace_back(std::string(layout[a].label), size);
+  exact_offsets_.resize(table().count());
+  for (std::size_t i = 0; i < table().count(); ++i) exact_offsets_[i] = table()[i].offset;
 }
 
-template <class Real>
-gpt<Real>::~gpt() = default;
+template <class Real, class ES>
+gpt<Real, ES>::~gpt() = default;
 
-template <class Real>
-dtype gpt<Real>::resolve(dtype t) const {
-  return std::is_same_v<Real, double> ? dtype::fp64 : t;
-}
+namespace {
+dtype resolved(dtype t, bool fp64) { return fp64 ? dtype::fp64 : t; }
+}  // namespace
 
-template <class Real>
-void gpt<Real>::bind_weights(weights_ref exact, weights_ref copy) {
-  if (resolve(exact.type) != resolve(policy_.weights()) || resolve(copy.type) != resolve(policy_.low()))
+template <class Real, class ES>
+void gpt<Real, ES>::bind_weights(weights_ref exact, weights_ref copy) {
+  constexpr bool fp64 = std::is_same_v<Real, double>;
+  if (resolved(exact.type, fp64) != resolved(policy_.weights(), fp64) ||
+      resolved(copy.type, fp64) != resolved(policy_.low(), fp64))
     throw std::invalid_argument(std::string("kamp::gpt::bind_weights: the policy needs ") +
-                                name(resolve(policy_.weights())) + " weights and a " + name(resolve(policy_.low())) +
-                                " copy, got " + name(exact.type) + " and " + name(copy.type));
+                                name(resolved(policy_.weights(), fp64)) + " weights and a " +
+                                name(resolved(policy_.low(), fp64)) + " copy, got " + name(exact.type) + " and " +
+                                name(copy.type));
   exact_ = exact;
   copy_ = copy;
-  exact_table_ = table_;
+  exact_table_ = table();
+  for (std::size_t i = 0; i < table().count(); ++i) exact_offsets_[i] = table()[i].offset;
 }
 
-template <class Real>
-void gpt<Real>::bind_weights(weights_ref exact, const tensor_table& exact_layout, weights_ref copy) {
+template <class Real, class ES>
+void gpt<Real, ES>::bind_weights(weights_ref exact, const tensor_table& exact_layout, weights_ref copy) {
   const tensor_table needed = exactly_read_parameters(config_, policy_);
+  std::vector<std::size_t> offsets(table().count(), std::size_t(-1));
   for (const auto& e : needed.entries()) {
     const auto found = std::find_if(exact_layout.entries().begin(), exact_layout.entries().end(),
                                     [&](const tensor_table::entry& x) { return x.name == e.name; });
     if (found == exact_layout.entries().end() || found->shape != e.shape)
       throw std::invalid_argument("kamp::gpt::bind_weights: the exact weights' layout lacks " + e.name +
                                   " (or gives it another shape); it must hold exactly_read_parameters()");
+    offsets[table().index_of(e.name)] = found->offset;
   }
   bind_weights(exact, copy);
   exact_table_ = exact_layout;
+  exact_offsets_ = std::move(offsets);
 }
 
 tensor_table exactly_read_parameters(const gpt_config& config, const precision_policy& policy) {
-  const tensor_table all = config.parameter_table();
-  tensor_table out;
-  for (const auto& e : all.entries()) {
-    // GEMM weight matrices are h<l>.attn.* and h<l>.mlp.* weights; wte is also the embedding.
-    const std::string layer = e.name.substr(0, e.name.find('.', e.name.find('.') + 1));
-    const bool gemm_weight = (layer.find(".attn") != std::string::npos || layer.find(".mlp") != std::string::npos) &&
-                             e.name.compare(e.name.size() - 7, 7, ".weight") == 0;
-    if (gemm_weight && policy.compute(layer) != dtype::fp32) continue;
-    out.add(e.name, e.shape);
+  const gpt_parameters p(config);
+  const layer_dtypes types(config, policy, dtype::fp32);
+  // GEMM weights of layers computing in 16 bits are read from the low-precision copy only.
+  std::vector<bool> skip(p.table.count(), false);
+  for (int l = 0; l < config.layers; ++l) {
+    const block_parameters& b = p.blocks[l];
+    for (const std::size_t w : {b.qkv.weight, b.attn_proj.weight}) skip[w] = types.attn[l] != dtype::fp32;
+    for (const std::size_t w : {b.fc.weight, b.mlp_proj.weight}) skip[w] = types.mlp[l] != dtype::fp32;
   }
+  tensor_table out;
+  for (std::size_t i = 0; i < p.table.count(); ++i)
+    if (!skip[i]) out.add(p.table[i].name, p.table[i].shape);
   return out;
 }
 
-template <class Real>
-dtype gpt<Real>::activation_dtype(const std::string& layer) const {
-  return resolve(policy_.compute(layer));
+template <class Real, class ES>
+dtype gpt<Real, ES>::activation_dtype(const std::string& layer) const {
+  const auto names = config_.layer_names();
+  const auto it = std::find(names.begin(), names.end(), layer);
+  if (it == names.end()) throw std::invalid_argument("kamp::gpt: no layer named '" + layer + "'");
+  const std::size_t i = it - names.begin();
+  if (i == names.size() - 1) return dtypes_.head;
+  return i % 2 == 0 ? dtypes_.attn[i / 2] : dtypes_.mlp[i / 2];
 }
+
+/// The parameters as typed views: the exact weights (P), the weights a layer computing in T
+/// reads for its GEMMs (the low-precision copy, or the exact weights when T is the exact type),
+/// and the gradients.
+template <class Real, class ES>
+struct gpt<Real, ES>::weights {
+  using v = views<memory_space>;
+  const gpt& model;
+
+  template <class P>
+  typename v::template vector<const P> exact(std::size_t i) const {
+    using view = typename v::template vector<const P>;
+    return view(static_cast<const P*>(model.exact_.data) + model.exact_offsets_[i], model.table()[i].size);
+  }
+  template <class P, class T>
+  auto gemm(std::size_t i) const {
+    const auto& e = model.table()[i];
+    if constexpr (std::is_same_v<T, Real>) {
+      const P* base = static_cast<const P*>(model.exact_.data) + model.exact_offsets_[i];
+      return typename v::template matrix<const P>(base, e.shape.at(0), e.shape.at(1));
+    } else {
+      return typename v::template matrix<const T>(static_cast<const T*>(model.copy_.data) + e.offset, e.shape.at(0),
+                                                  e.shape.at(1));
+    }
+  }
+  typename v::template vector<Real> grad(std::size_t i) const {
+    using view = typename v::template vector<Real>;
+    return view(model.grads_.data() + model.table()[i].offset, model.table()[i].size);
+  }
+  typename v::template matrix<Real> grad_matrix(std::size_t i) const {
+    const auto& e = model.table()[i];
+    using view = typename v::template matrix<Real>;
+    return view(model.grads_.data() + e.offset, e.shape.at(0), e.shape.at(1));
+  }
+  /// A bias as GEMM and residual kernels read it (Real): the exact weights when they have that
+  /// type, else (pure bf16) widened exactly into the bias scratch.
+  template <class P>
+  typename v::template vector<const Real> bias(std::size_t i) const {
+    const auto b = exact<P>(i);
+    if constexpr (std::is_same_v<P, Real>) {
+      return b;
+    } else {
+      const auto wide = v::template as_vector<Real>((*model.buf_)(activation::bias), b.extent(0));
+      cast(model.space_, wide, b, rounding_options{}, Kokkos::View<std::size_t, memory_space>());
+      return wide;
+    }
+  }
+};
 
 namespace {
 
-// Parameter tensors of a flat buffer as typed views.
-template <class P>
-struct parameter_views {
-  const tensor_table& table;
-  const P* flat;
-  vector<const P> vec(const std::string& name) const {
-    const auto& e = table[table.index_of(name)];
-    return vector<const P>(flat + e.offset, e.size);
-  }
-  matrix<const P> mat(const std::string& name) const {
-    const auto& e = table[table.index_of(name)];
-    return matrix<const P>(flat + e.offset, e.shape.at(0), e.shape.at(1));
-  }
-};
-template <class G>
-struct gradient_views {
-  const tensor_table& table;
-  G* flat;
-  vector<G> vec(const std::string& name) const {
-    const auto& e = table[table.index_of(name)];
-    return vector<G>(flat + e.offset, e.size);
-  }
-  matrix<G> mat(const std::string& name) const {
-    const auto& e = table[table.index_of(name)];
-    return matrix<G>(flat + e.offset, e.shape.at(0), e.shape.at(1));
-  }
-};
-
-}  // namespace
-
-namespace {
-
-// The GEMM weights of a layer computing in T: the low-precision copy, or, for a layer kept in
-// the exact precision (an fp32 override, or the fp32 mode), the exact weights themselves.
-template <class Real, class P, class T>
-auto gemm_weights(const tensor_table& table, const tensor_table& exact_table, weights_ref exact, weights_ref copy) {
-  using W = std::conditional_t<std::is_same_v<T, Real>, P, T>;
-  if constexpr (std::is_same_v<T, Real>) {
-    return parameter_views<W>{exact_table, static_cast<const W*>(exact.data)};
-  } else {
-    return parameter_views<W>{table, static_cast<const W*>(copy.data)};
-  }
-}
-
-// A Linear layer whose weight is (out, in): C = A W^T + bias (+ beta C).
-template <class A, class W, class C, class B>
-void linear(const A& a, const W& w, float beta, const C& c, const B& bias) {
-  gemm(Kokkos::DefaultExecutionSpace(), op::none, op::transpose, 1.0f, a, w, beta, c, bias);
+// A Linear layer whose weight is (out, in): C = A W^T (+ bias).
+template <class ES, class A, class W, class C, class B>
+void linear(const ES& space, const A& a, const W& w, float beta, const C& c, const B& bias) {
+  gemm(space, op::none, op::transpose, 1.0f, a, w, beta, c, bias);
 }
 
 // Its backward pass: dA = dY W, dW += dY^T A, db += Σ rows of `bias_source` (dY itself, or for
 // a residual branch the fp32 stream gradient dY was rounded from).
-template <class DY, class W, class A, class DA, class DW, class S, class DB>
-void linear_backward(const DY& dy, const W& w, const A& a, const DA& da, const DW& dw, const S& bias_source,
-                     const DB& db) {
-  const Kokkos::DefaultExecutionSpace ex;
-  gemm(ex, op::none, op::none, 1.0f, dy, w, 0.0f, da);
-  gemm(ex, op::transpose, op::none, 1.0f, dy, a, 1.0f, dw);
-  column_sums(ex, bias_source, db);
-}
-
-}  // namespace
-
-namespace detail {
-
-// Sum of a loss vector in fp64 (one value per row; a fixed reduction for a given thread count).
-template <class Real>
-double sum_of(const Kokkos::View<const Real*, memory_space, Kokkos::MemoryUnmanaged>& x) {
-  double total = 0;
-  Kokkos::parallel_reduce(
-      "kamp::gpt::loss_sum", Kokkos::RangePolicy<Kokkos::DefaultExecutionSpace>(0, x.extent(0)),
-      KOKKOS_LAMBDA(std::size_t i, double& s) { s += static_cast<double>(x(i)); }, total);
-  return total;
-}
-
-}  // namespace detail
-
-namespace {
-
-// A bias as the GEMM epilogue reads it (fp32, or fp64): the exact weights when they have that
-// type, else (pure bf16) widened exactly into a scratch buffer.
-template <class Real, class P>
-Kokkos::View<const Real*, memory_space> bias_of(const parameter_views<P>& p, const std::string& name,
-                                                const bytes& scratch) {
-  const auto b = p.vec(name);
-  if constexpr (std::is_same_v<P, Real>) {
-    return b;
-  } else {
-    const auto wide = as_vector<Real>(scratch, b.extent(0));
-    cast(Kokkos::DefaultExecutionSpace(), wide, b);
-    return wide;
-  }
+template <class ES, class DY, class W, class A, class DA, class DW, class S, class DB>
+void linear_backward(const ES& space, const DY& dy, const W& w, const A& a, const DA& da, const DW& dw,
+                     const S& bias_source, const DB& db) {
+  gemm(space, op::none, op::none, 1.0f, dy, w, 0.0f, da);
+  gemm(space, op::transpose, op::none, 1.0f, dy, a, 1.0f, dw);
+  column_sums(space, bias_source, db);
 }
 
 // The residual stream's gradient in a layer's compute type, the form its backward GEMMs read.
-template <class T, class Real>
-matrix<const T> in_compute_type(const matrix<Real>& x, const bytes& scratch) {
+template <class T, class ES, class Matrix, class Bytes>
+auto in_compute_type(const ES& space, const Matrix& x, const Bytes& scratch) {
+  using Real = typename Matrix::non_const_value_type;
+  using v = views<typename ES::memory_space>;
   if constexpr (std::is_same_v<T, Real>) {
-    return x;
+    return typename v::template matrix<const T>(x);
   } else {
-    const auto out = as_matrix<T>(scratch, x.extent(0), x.extent(1));
+    const auto out = v::template as_matrix<T>(scratch, x.extent(0), x.extent(1));
     const std::size_t n = x.extent(0) * x.extent(1);
-    cast(Kokkos::DefaultExecutionSpace(), vector<T>(out.data(), n), vector<const Real>(x.data(), n));
-    return out;
+    cast(space, typename v::template vector<T>(out.data(), n), typename v::template vector<const Real>(x.data(), n),
+         rounding_options{}, Kokkos::View<std::size_t, typename ES::memory_space>());
+    return typename v::template matrix<const T>(out);
   }
 }
 
 }  // namespace
 
-template <class Real>
-double gpt<Real>::evaluate(const int* tokens, const int* targets) {
-  return run(tokens, targets, false, 0.0, {});
+template <class Real, class ES>
+double gpt<Real, ES>::evaluate(const int* tokens, const int* targets) {
+  return run_host(tokens, targets, false, 0.0, {});
 }
 
-template <class Real>
-double gpt<Real>::forward_backward(const int* tokens, const int* targets, double grad_scale,
-                                   const scaler_view& scaler) {
-  return run(tokens, targets, true, grad_scale, scaler);
+template <class Real, class ES>
+double gpt<Real, ES>::forward_backward(const int* tokens, const int* targets, double grad_scale,
+                                       const scaler_view& scaler) {
+  return run_host(tokens, targets, true, grad_scale, scaler);
 }
 
-template <class Real>
-double gpt<Real>::run(const int* tokens, const int* targets, bool with_grad, double grad_scale,
-                      const scaler_view& scaler) {
-  if (exact_.data == nullptr || copy_.data == nullptr)
-    throw std::logic_error("kamp::gpt: bind_weights() before running the model");
+template <class Real, class ES>
+void gpt<Real, ES>::evaluate(const token_view& tokens, const token_view& targets, const loss_view& loss) {
+  run(tokens, targets, false, 0.0, {}, loss);
+}
+
+template <class Real, class ES>
+void gpt<Real, ES>::forward_backward(const token_view& tokens, const token_view& targets, double grad_scale,
+                                     const scaler_view& scaler, const loss_view& loss) {
+  run(tokens, targets, true, grad_scale, scaler, loss);
+}
+
+template <class Real, class ES>
+double gpt<Real, ES>::run_host(const int* tokens, const int* targets, bool with_grad, double grad_scale,
+                               const scaler_view& scaler) {
   const std::size_t n = std::size_t(batch_) * config_.context;
   for (std::size_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= config_.vocab || targets[i] < 0 || targets[i] >= config_.vocab)
       throw std::invalid_argument("kamp::gpt: token " + std::to_string(std::min(tokens[i], targets[i])) +
                                   " at position " + std::to_string(i) + " is outside the vocabulary [0, " +
                                   std::to_string(config_.vocab) + ")");
-  using host_ints = Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-  Kokkos::deep_copy(Kokkos::View<int*, memory_space>(buf_->tokens.data(), n), host_ints(tokens, n));
-  Kokkos::deep_copy(buf_->targets, host_ints(targets, n));
-  if (with_grad && token_index_ == nullptr)
-    token_index_ = std::make_unique<token_rows<memory_space>>(tokens, n, config_.vocab);
-  else if (with_grad)
-    token_index_->assign(tokens);
-  visit_dtype<Real>(resolve(policy_.weights()), [&](auto p) {
+  const auto& b = *buf_;
+  using device_ints = Kokkos::View<int**, Kokkos::LayoutRight, memory_space, Kokkos::MemoryUnmanaged>;
+  const device_ints tok(b.template data<int>(activation::tokens), batch_, config_.context);
+  const device_ints tgt(b.template data<int>(activation::targets), batch_, config_.context);
+  using host_ints = Kokkos::View<const int**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  Kokkos::deep_copy(space_, tok, host_ints(tokens, batch_, config_.context));
+  Kokkos::deep_copy(space_, tgt, host_ints(targets, batch_, config_.context));
+  run(tok, tgt, with_grad, grad_scale, scaler, b.loss);
+  double sum = 0;
+  Kokkos::deep_copy(space_, sum, b.loss);
+  space_.fence();
+  return sum / double(n);
+}
+
+template <class Real, class ES>
+void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, bool with_grad, double grad_scale,
+                        const scaler_view& scaler, const loss_view& loss) {
+  if (exact_.data == nullptr || copy_.data == nullptr)
+    throw std::logic_error("kamp::gpt: bind_weights() before running the model");
+  if (int(tokens.extent(0)) != batch_ || int(tokens.extent(1)) != config_.context ||
+      targets.extent(0) != tokens.extent(0) || targets.extent(1) != tokens.extent(1))
+    throw std::invalid_argument("kamp::gpt: a batch is " + std::to_string(batch_) + " x " +
+                                std::to_string(config_.context) + " tokens and targets");
+  const std::size_t n = std::size_t(batch_) * config_.context;
+  tokens_ = tokens;
+  targets_ = targets;
+  if (with_grad)
+    token_index_.assign(space_, Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged>(tokens.data(), n));
+  visit_dtype<Real>(resolved(policy_.weights(), std::is_same_v<Real, double>), [&](auto p) {
     using P = decltype(p);
     forward<P>(with_grad, grad_scale, scaler);
     if (with_grad) backward<P>();
   });
-  return detail::sum_of<Real>(as_vector<const Real>(buf_->losses, n)) / double(n);
+  const auto losses = views<memory_space>::template as_vector<const Real>((*buf_)(activation::losses), n);
+  Kokkos::parallel_reduce(
+      "kamp::gpt::loss_sum", Kokkos::RangePolicy<ES>(space_, 0, n),
+      KOKKOS_LAMBDA(std::size_t i, double& s) { s += static_cast<double>(losses(i)); }, loss);
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P>
-void gpt<Real>::forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
+void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
+  using v = views<memory_space>;
   const std::size_t n = std::size_t(batch_) * config_.context;
-  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
-  const Kokkos::View<const int**, memory_space> tokens = buf_->tokens;
-  embedding_forward(execution_space(), tokens, prm.mat("wte"), prm.mat("wpe"),
-                    as_matrix<Real>(buf_->residual[0], n, config_.d_model));
+  const weights w{*this};
+  const auto& b = *buf_;
+  const auto& e = parameters_;
+  const auto& wte = table()[e.wte];
+  const auto& wpe = table()[e.wpe];
+  embedding_forward(space_, tokens_,
+                    typename v::template matrix<const P>(w.template exact<P>(e.wte).data(), wte.shape[0], wte.shape[1]),
+                    typename v::template matrix<const P>(w.template exact<P>(e.wpe).data(), wpe.shape[0], wpe.shape[1]),
+                    v::template as_matrix<Real>(b(activation::residual, 0), n, config_.d_model));
   for (int l = 0; l < config_.layers; ++l) {
-    visit_dtype<Real>(activation_dtype(layer_prefix(l) + "attn"),
-                      [&](auto t) { attention_forward<P, decltype(t)>(l); });
-    visit_dtype<Real>(activation_dtype(layer_prefix(l) + "mlp"), [&](auto t) { mlp_forward<P, decltype(t)>(l); });
+    visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_forward<P, decltype(t)>(l); });
+    visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_forward<P, decltype(t)>(l); });
   }
-  visit_dtype<Real>(activation_dtype("lm_head"),
-                    [&](auto t) { head_forward<P, decltype(t)>(with_grad, grad_scale, scaler); });
+  visit_dtype<Real>(dtypes_.head, [&](auto t) { head_forward<P, decltype(t)>(with_grad, grad_scale, scaler); });
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P, class T>
-void gpt<Real>::attention_forward(int l) {
-  const execution_space ex;
-  auto& b = *buf_;
+void gpt<Real, ES>::attention_forward(int l) {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const auto& prm = parameters_.blocks[l];
+  const weights w{*this};
   const int batch = batch_, t = config_.context, c = config_.d_model, heads = config_.heads, hd = c / heads;
-  const std::size_t n = std::size_t(batch) * t, rows = std::size_t(batch) * heads * t;
-  const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
-  const auto x = as_matrix<const Real>(b.residual[2 * l], n, c);
-  const auto ln = as_matrix<T>(b.ln_out[2 * l], n, c);
-  layernorm_forward(ex, x, prm.vec(h + "ln1.weight"), prm.vec(h + "ln1.bias"), ln, b.mean[2 * l], b.rstd[2 * l]);
-  note(h, "ln1", false, ln.data(), n * c);
-  const auto qkv = as_matrix<T>(b.qkv[l], n, 3 * c);
-  linear(ln, w.mat(h + "attn.qkv.weight"), 0.0f, qkv, bias_of<Real>(prm, h + "attn.qkv.bias", b.bias));
-  note(h, "attn.qkv", false, qkv.data(), 3 * n * c);
+  const std::size_t n = std::size_t(batch) * t, bh = std::size_t(batch) * heads, rows = bh * t;
+  const auto x = v::template as_matrix<const Real>(b(activation::residual, 2 * l), n, c);
+  const auto ln = v::template as_matrix<T>(b(activation::ln_out, 2 * l), n, c);
+  layernorm_forward(space_, x, w.template exact<P>(prm.ln1.gain), w.template exact<P>(prm.ln1.bias), ln,
+                    v::template as_vector<Real>(b(activation::ln_mean, 2 * l), n),
+                    v::template as_vector<Real>(b(activation::ln_rstd, 2 * l), n));
+  note(l, "ln1", false, ln.data(), n * c);
+  const auto qkv = v::template as_matrix<T>(b(activation::qkv_rows), n, 3 * c);
+  linear(space_, ln, w.template gemm<P, T>(prm.qkv.weight), 0.0f, qkv, w.template bias<P>(prm.qkv.bias));
+  note(l, "attn.qkv", false, qkv.data(), 3 * n * c);
 
+  // q, k and v as 3 blocks of (batch x heads) contiguous (T, D) matrices: one GEMM each.
+  T* qkv_heads = b.template data<T>(activation::qkv_heads, l);
+  split_heads(space_, typename v::template matrix<const T>(qkv), batch, heads, 3,
+              typename v::template vector<T>(qkv_heads, 3 * n * c));
+  const auto q = v::as_batched(qkv_heads, bh, t, hd), k = v::as_batched(qkv_heads + n * c, bh, t, hd),
+             val = v::as_batched(qkv_heads + 2 * n * c, bh, t, hd);
   const float alpha = float(1.0 / std::sqrt(double(hd)));
-  Real* probs = reinterpret_cast<Real*>(b.probs[l].data());
-  T* probs_low = reinterpret_cast<T*>(b.probs_low[l].data());
-  for (int i = 0; i < heads; ++i)
-    gemm_strided_batched(ex, op::none, op::transpose, alpha, head(qkv, batch, i * hd, hd),
-                         head(qkv, batch, c + i * hd, hd), 0.0f, head_scores(probs, batch, heads, i, t));
-  note(h, "attn.scores", false, probs, rows * t);
-  causal_softmax_forward(ex, matrix<Real>(probs, rows, t), matrix<T>(probs_low, rows, t));
-  const auto atty = as_matrix<T>(b.atty[l], n, c);
-  for (int i = 0; i < heads; ++i)
-    gemm_strided_batched(ex, op::none, op::none, 1.0f, head_scores(probs_low, batch, heads, i, t),
-                         head(qkv, batch, 2 * c + i * hd, hd), 0.0f, head(atty, batch, i * hd, hd));
+  Real* probs = b.template data<Real>(activation::probs, l);
+  T* probs_low = b.template data<T>(activation::probs_low, l);
+  gemm_strided_batched(space_, op::none, op::transpose, alpha, q, k, 0.0f, v::as_batched(probs, bh, t, t));
+  note(l, "attn.scores", false, probs, rows * t);
+  causal_softmax_forward(space_, typename v::template matrix<Real>(probs, rows, t),
+                         typename v::template matrix<T>(probs_low, rows, t));
+  T* y = b.template data<T>(activation::heads_out);
+  gemm_strided_batched(space_, op::none, op::none, 1.0f, v::as_batched(probs_low, bh, t, t), val, 0.0f,
+                       v::as_batched(y, bh, t, hd));
+  const auto atty = v::template as_matrix<T>(b(activation::attn_out, l), n, c);
+  merge_heads(space_, typename v::template vector<const T>(y, n * c), batch, heads, 1, atty);
+  note(l, "attn.values", false, atty.data(), n * c);
 
-  note(h, "attn.values", false, atty.data(), n * c);
-  const auto out = as_matrix<Real>(b.residual[2 * l + 1], n, c);
-  Kokkos::deep_copy(ex, out, x);
-  linear(atty, w.mat(h + "attn.proj.weight"), 1.0f, out, bias_of<Real>(prm, h + "attn.proj.bias", b.bias));
-  note(h, "attn.proj", false, out.data(), n * c);
+  const auto out = v::template as_matrix<Real>(b(activation::residual, 2 * l + 1), n, c);
+  residual_with_bias(space_, x, w.template bias<P>(prm.attn_proj.bias), out);
+  linear(space_, atty, w.template gemm<P, T>(prm.attn_proj.weight), 1.0f, out,
+         Kokkos::View<const Real*, memory_space>());
+  note(l, "attn.proj", false, out.data(), n * c);
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P, class T>
-void gpt<Real>::mlp_forward(int l) {
-  const execution_space ex;
-  auto& b = *buf_;
+void gpt<Real, ES>::mlp_forward(int l) {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const auto& prm = parameters_.blocks[l];
+  const weights w{*this};
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, m = config_.mlp;
-  const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
-  const auto x = as_matrix<const Real>(b.residual[2 * l + 1], n, c);
-  const auto ln = as_matrix<T>(b.ln_out[2 * l + 1], n, c);
-  layernorm_forward(ex, x, prm.vec(h + "ln2.weight"), prm.vec(h + "ln2.bias"), ln, b.mean[2 * l + 1],
-                    b.rstd[2 * l + 1]);
-  note(h, "ln2", false, ln.data(), n * c);
-  const auto fc_pre = as_matrix<Real>(b.fc_pre[l], n, m);
-  linear(ln, w.mat(h + "mlp.fc.weight"), 0.0f, fc_pre, bias_of<Real>(prm, h + "mlp.fc.bias", b.bias));
-  note(h, "mlp.fc", false, fc_pre.data(), n * m);
-  const auto fc_act = as_matrix<T>(b.fc_act[l], n, m);
-  gelu_forward(ex, as_vector<const Real>(b.fc_pre[l], n * m), as_vector<T>(b.fc_act[l], n * m));
-  note(h, "mlp.gelu", false, fc_act.data(), n * m);
-  const auto out = as_matrix<Real>(b.residual[2 * l + 2], n, c);
-  Kokkos::deep_copy(ex, out, x);
-  linear(fc_act, w.mat(h + "mlp.proj.weight"), 1.0f, out, bias_of<Real>(prm, h + "mlp.proj.bias", b.bias));
-  note(h, "mlp.proj", false, out.data(), n * c);
+  const auto x = v::template as_matrix<const Real>(b(activation::residual, 2 * l + 1), n, c);
+  const auto ln = v::template as_matrix<T>(b(activation::ln_out, 2 * l + 1), n, c);
+  layernorm_forward(space_, x, w.template exact<P>(prm.ln2.gain), w.template exact<P>(prm.ln2.bias), ln,
+                    v::template as_vector<Real>(b(activation::ln_mean, 2 * l + 1), n),
+                    v::template as_vector<Real>(b(activation::ln_rstd, 2 * l + 1), n));
+  note(l, "ln2", false, ln.data(), n * c);
+  const auto fc_pre = v::template as_matrix<Real>(b(activation::fc_pre, l), n, m);
+  linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), 0.0f, fc_pre, w.template bias<P>(prm.fc.bias));
+  note(l, "mlp.fc", false, fc_pre.data(), n * m);
+  const auto fc_act = v::template as_matrix<T>(b(activation::fc_act, l), n, m);
+  gelu_forward(space_, v::template as_vector<const Real>(b(activation::fc_pre, l), n * m),
+               v::template as_vector<T>(b(activation::fc_act, l), n * m));
+  note(l, "mlp.gelu", false, fc_act.data(), n * m);
+  const auto out = v::template as_matrix<Real>(b(activation::residual, 2 * l + 2), n, c);
+  residual_with_bias(space_, x, w.template bias<P>(prm.mlp_proj.bias), out);
+  linear(space_, fc_act, w.template gemm<P, T>(prm.mlp_proj.weight), 1.0f, out,
+         Kokkos::View<const Real*, memory_space>());
+  note(l, "mlp.proj", false, out.data(), n * c);
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P, class T>
-void gpt<Real>::head_forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
-  const execution_space ex;
-  auto& b = *buf_;
+void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const weights w{*this};
   const int last = 2 * config_.layers;
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, v = config_.vocab;
-  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
-  const auto ln = as_matrix<T>(b.ln_out[last], n, c);
-  layernorm_forward(ex, as_matrix<const Real>(b.residual[last], n, c), prm.vec("lnf.weight"), prm.vec("lnf.bias"), ln,
-                    b.mean[last], b.rstd[last]);
-  note({}, "lnf", false, ln.data(), n * c);
-  const auto logits = as_matrix<Real>(b.logits, n, v);
-  linear(ln, w.mat("wte"), 0.0f, logits, Kokkos::View<const Real*, memory_space>());
-  note({}, "lm_head", false, logits.data(), n * v);
-  const Kokkos::View<const int*, memory_space> targets = b.targets;
-  cross_entropy(ex, matrix<const Real>(logits), targets, as_vector<Real>(b.losses, n),
-                with_grad ? as_matrix<T>(b.dlogits, n, v) : matrix<T>(), grad_scale / double(n), scaler);
-  note({}, "loss", false, reinterpret_cast<const Real*>(b.losses.data()), n);
-  if (with_grad) note({}, "loss", true, reinterpret_cast<const T*>(b.dlogits.data()), n * v);
+  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, vocab = config_.vocab;
+  const auto ln = v::template as_matrix<T>(b(activation::ln_out, last), n, c);
+  layernorm_forward(space_, v::template as_matrix<const Real>(b(activation::residual, last), n, c),
+                    w.template exact<P>(parameters_.lnf.gain), w.template exact<P>(parameters_.lnf.bias), ln,
+                    v::template as_vector<Real>(b(activation::ln_mean, last), n),
+                    v::template as_vector<Real>(b(activation::ln_rstd, last), n));
+  note(-1, "lnf", false, ln.data(), n * c);
+  const auto logits = v::template as_matrix<Real>(b(activation::logits), n, vocab);
+  linear(space_, ln, w.template gemm<P, T>(parameters_.wte), 0.0f, logits, Kokkos::View<const Real*, memory_space>());
+  note(-1, "lm_head", false, logits.data(), n * vocab);
+  const Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged> targets(targets_.data(), n);
+  cross_entropy(space_, typename v::template matrix<const Real>(logits), targets,
+                v::template as_vector<Real>(b(activation::losses), n),
+                with_grad ? v::template as_matrix<T>(b(activation::dlogits), n, vocab)
+                          : typename v::template matrix<T>(),
+                grad_scale / double(n), scaler);
+  note(-1, "loss", false, b.template data<Real>(activation::losses), n);
+  if (with_grad) note(-1, "loss", true, b.template data<T>(activation::dlogits), n * vocab);
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P>
-void gpt<Real>::backward() {
+void gpt<Real, ES>::backward() {
+  using v = views<memory_space>;
   const std::size_t n = std::size_t(batch_) * config_.context;
-  Kokkos::deep_copy(execution_space(), as_matrix<Real>(buf_->dresid, n, config_.d_model), Real(0));
-  visit_dtype<Real>(activation_dtype("lm_head"), [&](auto t) { head_backward<P, decltype(t)>(); });
+  const auto dresid = v::template as_matrix<Real>((*buf_)(activation::dresid), n, config_.d_model);
+  Kokkos::deep_copy(space_, dresid, Real(0));
+  visit_dtype<Real>(dtypes_.head, [&](auto t) { head_backward<P, decltype(t)>(); });
   for (int l = config_.layers - 1; l >= 0; --l) {
-    visit_dtype<Real>(activation_dtype(layer_prefix(l) + "mlp"), [&](auto t) { mlp_backward<P, decltype(t)>(l); });
-    visit_dtype<Real>(activation_dtype(layer_prefix(l) + "attn"),
-                      [&](auto t) { attention_backward<P, decltype(t)>(l); });
+    visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_backward<P, decltype(t)>(l); });
+    visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_backward<P, decltype(t)>(l); });
   }
-  const gradient_views<Real> g{table_, grads_.data()};
-  embedding_backward(execution_space(), *token_index_, config_.context,
-                     as_matrix<const Real>(buf_->dresid, n, config_.d_model), g.mat("wte"), g.mat("wpe"));
+  const weights w{*this};
+  embedding_backward(space_, token_index_, config_.context, typename v::template matrix<const Real>(dresid),
+                     w.grad_matrix(parameters_.wte), w.grad_matrix(parameters_.wpe));
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P, class T>
-void gpt<Real>::head_backward() {
-  const execution_space ex;
-  auto& b = *buf_;
+void gpt<Real, ES>::head_backward() {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const weights w{*this};
   const int last = 2 * config_.layers;
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, v = config_.vocab;
-  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
-  const gradient_views<Real> g{table_, grads_.data()};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
-  const auto dlogits = as_matrix<T>(b.dlogits, n, v);
-  const auto dln = as_matrix<Real>(b.dln, n, c);
-  gemm(ex, op::none, op::none, 1.0f, dlogits, w.mat("wte"), 0.0f, dln);
-  note({}, "lm_head", true, dln.data(), n * c);
-  gemm(ex, op::transpose, op::none, 1.0f, dlogits, as_matrix<T>(b.ln_out[last], n, c), 1.0f, g.mat("wte"));
-  layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[last], n, c), prm.vec("lnf.weight"), b.mean[last],
-                     b.rstd[last], as_matrix<Real>(b.dresid, n, c), g.vec("lnf.weight"), g.vec("lnf.bias"));
-  note({}, "lnf", true, reinterpret_cast<const Real*>(b.dresid.data()), n * c);
+  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, vocab = config_.vocab;
+  const auto dlogits = v::template as_matrix<T>(b(activation::dlogits), n, vocab);
+  const auto dln = v::template as_matrix<Real>(b(activation::dln), n, c);
+  gemm(space_, op::none, op::none, 1.0f, dlogits, w.template gemm<P, T>(parameters_.wte), 0.0f, dln);
+  note(-1, "lm_head", true, dln.data(), n * c);
+  gemm(space_, op::transpose, op::none, 1.0f, dlogits, v::template as_matrix<T>(b(activation::ln_out, last), n, c),
+       1.0f, w.grad_matrix(parameters_.wte));
+  layernorm_backward(space_, dln, v::template as_matrix<const Real>(b(activation::residual, last), n, c),
+                     w.template exact<P>(parameters_.lnf.gain),
+                     v::template as_vector<Real>(b(activation::ln_mean, last), n),
+                     v::template as_vector<Real>(b(activation::ln_rstd, last), n),
+                     v::template as_matrix<Real>(b(activation::dresid), n, c), w.grad(parameters_.lnf.gain),
+                     w.grad(parameters_.lnf.bias));
+  note(-1, "lnf", true, b.template data<Real>(activation::dresid), n * c);
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P, class T>
-void gpt<Real>::mlp_backward(int l) {
-  const execution_space ex;
-  auto& b = *buf_;
+void gpt<Real, ES>::mlp_backward(int l) {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const auto& prm = parameters_.blocks[l];
+  const weights w{*this};
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, m = config_.mlp;
-  const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
-  const gradient_views<Real> g{table_, grads_.data()};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
-  const auto dresid = as_matrix<Real>(b.dresid, n, c);
-  const auto dy = in_compute_type<T>(dresid, b.dresid_low);
-  const auto dfc_act = as_matrix<Real>(b.dfc_act, n, m);
-  linear_backward(dy, w.mat(h + "mlp.proj.weight"), as_matrix<T>(b.fc_act[l], n, m), dfc_act,
-                  g.mat(h + "mlp.proj.weight"), dresid, g.vec(h + "mlp.proj.bias"));
-  note(h, "mlp.proj", true, dfc_act.data(), n * m);
-  const auto dfc_pre = as_matrix<T>(b.dfc_pre, n, m);
-  gelu_backward(ex, as_vector<const Real>(b.dfc_act, n * m), as_vector<const Real>(b.fc_pre[l], n * m),
-                as_vector<T>(b.dfc_pre, n * m));
-  note(h, "mlp.gelu", true, dfc_pre.data(), n * m);
-  const auto dln = as_matrix<Real>(b.dln, n, c);
-  linear_backward(dfc_pre, w.mat(h + "mlp.fc.weight"), as_matrix<T>(b.ln_out[2 * l + 1], n, c), dln,
-                  g.mat(h + "mlp.fc.weight"), dfc_pre, g.vec(h + "mlp.fc.bias"));
-  note(h, "mlp.fc", true, dln.data(), n * c);
-  layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l + 1], n, c), prm.vec(h + "ln2.weight"),
-                     b.mean[2 * l + 1], b.rstd[2 * l + 1], dresid, g.vec(h + "ln2.weight"), g.vec(h + "ln2.bias"));
-  note(h, "ln2", true, dresid.data(), n * c);
+  const auto dresid = v::template as_matrix<Real>(b(activation::dresid), n, c);
+  const auto dy = in_compute_type<T>(space_, dresid, b(activation::dresid_low));
+  const auto dfc_act = v::template as_matrix<Real>(b(activation::dfc_act), n, m);
+  linear_backward(space_, dy, w.template gemm<P, T>(prm.mlp_proj.weight),
+                  v::template as_matrix<T>(b(activation::fc_act, l), n, m), dfc_act,
+                  w.grad_matrix(prm.mlp_proj.weight), dresid, w.grad(prm.mlp_proj.bias));
+  note(l, "mlp.proj", true, dfc_act.data(), n * m);
+  const auto dfc_pre = v::template as_matrix<T>(b(activation::dfc_pre), n, m);
+  gelu_backward(space_, v::template as_vector<const Real>(b(activation::dfc_act), n * m),
+                v::template as_vector<const Real>(b(activation::fc_pre, l), n * m),
+                v::template as_vector<T>(b(activation::dfc_pre), n * m));
+  note(l, "mlp.gelu", true, dfc_pre.data(), n * m);
+  const auto dln = v::template as_matrix<Real>(b(activation::dln), n, c);
+  linear_backward(space_, dfc_pre, w.template gemm<P, T>(prm.fc.weight),
+                  v::template as_matrix<T>(b(activation::ln_out, 2 * l + 1), n, c), dln, w.grad_matrix(prm.fc.weight),
+                  dfc_pre, w.grad(prm.fc.bias));
+  note(l, "mlp.fc", true, dln.data(), n * c);
+  layernorm_backward(space_, dln, v::template as_matrix<const Real>(b(activation::residual, 2 * l + 1), n, c),
+                     w.template exact<P>(prm.ln2.gain), v::template as_vector<Real>(b(activation::ln_mean, 2 * l + 1), n),
+                     v::template as_vector<Real>(b(activation::ln_rstd, 2 * l + 1), n), dresid,
+                     w.grad(prm.ln2.gain), w.grad(prm.ln2.bias));
+  note(l, "ln2", true, dresid.data(), n * c);
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class P, class T>
-void gpt<Real>::attention_backward(int l) {
-  const execution_space ex;
-  auto& b = *buf_;
+void gpt<Real, ES>::attention_backward(int l) {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const auto& prm = parameters_.blocks[l];
+  const weights w{*this};
   const int batch = batch_, t = config_.context, c = config_.d_model, heads = config_.heads, hd = c / heads;
-  const std::size_t n = std::size_t(batch) * t, rows = std::size_t(batch) * heads * t;
-  const std::string h = layer_prefix(l);
-  const parameter_views<P> prm{exact_table_, static_cast<const P*>(exact_.data)};
-  const gradient_views<Real> g{table_, grads_.data()};
-  const auto w = gemm_weights<Real, P, T>(table_, exact_table_, exact_, copy_);
-  const auto dresid = as_matrix<Real>(b.dresid, n, c);
-  const auto dy = in_compute_type<T>(dresid, b.dresid_low);
-  const auto datty = as_matrix<T>(b.datty, n, c);
-  linear_backward(dy, w.mat(h + "attn.proj.weight"), as_matrix<T>(b.atty[l], n, c), datty,
-                  g.mat(h + "attn.proj.weight"), dresid, g.vec(h + "attn.proj.bias"));
-  note(h, "attn.proj", true, datty.data(), n * c);
+  const std::size_t n = std::size_t(batch) * t, bh = std::size_t(batch) * heads, rows = bh * t;
+  const auto dresid = v::template as_matrix<Real>(b(activation::dresid), n, c);
+  const auto dy = in_compute_type<T>(space_, dresid, b(activation::dresid_low));
+  const auto datty = v::template as_matrix<T>(b(activation::dattn_out), n, c);
+  linear_backward(space_, dy, w.template gemm<P, T>(prm.attn_proj.weight),
+                  v::template as_matrix<T>(b(activation::attn_out, l), n, c), datty,
+                  w.grad_matrix(prm.attn_proj.weight), dresid, w.grad(prm.attn_proj.bias));
+  note(l, "attn.proj", true, datty.data(), n * c);
 
   const float alpha = float(1.0 / std::sqrt(double(hd)));
-  const auto qkv = as_matrix<T>(b.qkv[l], n, 3 * c);
-  const auto dqkv = as_matrix<T>(b.dqkv, n, 3 * c);
-  Real* probs = reinterpret_cast<Real*>(b.probs[l].data());
-  T* probs_low = reinterpret_cast<T*>(b.probs_low[l].data());
-  Real* dprobs = reinterpret_cast<Real*>(b.dprobs.data());
-  T* dscores = reinterpret_cast<T*>(b.dscores.data());
-  for (int i = 0; i < heads; ++i) {
-    const auto dout = head(datty, batch, i * hd, hd);
-    gemm_strided_batched(ex, op::none, op::transpose, 1.0f, dout, head(qkv, batch, 2 * c + i * hd, hd), 0.0f,
-                         head_scores(dprobs, batch, heads, i, t));
-    gemm_strided_batched(ex, op::transpose, op::none, 1.0f, head_scores(probs_low, batch, heads, i, t), dout, 0.0f,
-                         head(dqkv, batch, 2 * c + i * hd, hd));
-  }
-  causal_softmax_backward(ex, matrix<Real>(probs, rows, t), matrix<Real>(dprobs, rows, t),
-                          matrix<T>(dscores, rows, t));
-  note(h, "attn.scores", true, dscores, rows * t);
-  for (int i = 0; i < heads; ++i) {
-    const auto ds = head_scores(dscores, batch, heads, i, t);
-    gemm_strided_batched(ex, op::none, op::none, alpha, ds, head(qkv, batch, c + i * hd, hd), 0.0f,
-                         head(dqkv, batch, i * hd, hd));
-    gemm_strided_batched(ex, op::transpose, op::none, alpha, ds, head(qkv, batch, i * hd, hd), 0.0f,
-                         head(dqkv, batch, c + i * hd, hd));
-  }
-  const auto dln = as_matrix<Real>(b.dln, n, c);
-  linear_backward(dqkv, w.mat(h + "attn.qkv.weight"), as_matrix<T>(b.ln_out[2 * l], n, c), dln,
-                  g.mat(h + "attn.qkv.weight"), dqkv, g.vec(h + "attn.qkv.bias"));
-  note(h, "attn.qkv", true, dln.data(), n * c);
-  layernorm_backward(ex, dln, as_matrix<const Real>(b.residual[2 * l], n, c), prm.vec(h + "ln1.weight"),
-                     b.mean[2 * l], b.rstd[2 * l], dresid, g.vec(h + "ln1.weight"), g.vec(h + "ln1.bias"));
-  note(h, "ln1", true, dresid.data(), n * c);
+  T* dheads = b.template data<T>(activation::dheads);
+  split_heads(space_, typename v::template matrix<const T>(datty), batch, heads, 1,
+              typename v::template vector<T>(dheads, n * c));
+  const auto dout = v::as_batched(dheads, bh, t, hd);
+  const T* qkv_heads = b.template data<T>(activation::qkv_heads, l);
+  const auto q = v::as_batched(qkv_heads, bh, t, hd), k = v::as_batched(qkv_heads + n * c, bh, t, hd),
+             val = v::as_batched(qkv_heads + 2 * n * c, bh, t, hd);
+  T* dqkv = b.template data<T>(activation::dqkv_heads);
+  const auto dq = v::as_batched(dqkv, bh, t, hd), dk = v::as_batched(dqkv + n * c, bh, t, hd),
+             dv = v::as_batched(dqkv + 2 * n * c, bh, t, hd);
+  Real* probs = b.template data<Real>(activation::probs, l);
+  const T* probs_low = b.template data<T>(activation::probs_low, l);
+  Real* dprobs = b.template data<Real>(activation::dprobs);
+  T* dscores = b.template data<T>(activation::dscores);
+  gemm_strided_batched(space_, op::none, op::transpose, 1.0f, dout, val, 0.0f, v::as_batched(dprobs, bh, t, t));
+  gemm_strided_batched(space_, op::transpose, op::none, 1.0f, v::as_batched(probs_low, bh, t, t), dout, 0.0f, dv);
+  causal_softmax_backward(space_, typename v::template matrix<Real>(probs, rows, t),
+                          typename v::template matrix<Real>(dprobs, rows, t),
+                          typename v::template matrix<T>(dscores, rows, t));
+  note(l, "attn.scores", true, dscores, rows * t);
+  const auto ds = v::as_batched(static_cast<const T*>(dscores), bh, t, t);
+  gemm_strided_batched(space_, op::none, op::none, alpha, ds, k, 0.0f, dq);
+  gemm_strided_batched(space_, op::transpose, op::none, alpha, ds, q, 0.0f, dk);
+  const auto dqkv_rows = v::template as_matrix<T>(b(activation::dqkv_rows), n, 3 * c);
+  merge_heads(space_, typename v::template vector<const T>(dqkv, 3 * n * c), batch, heads, 3, dqkv_rows);
+  const auto dln = v::template as_matrix<Real>(b(activation::dln), n, c);
+  linear_backward(space_, typename v::template matrix<const T>(dqkv_rows), w.template gemm<P, T>(prm.qkv.weight),
+                  v::template as_matrix<T>(b(activation::ln_out, 2 * l), n, c), dln, w.grad_matrix(prm.qkv.weight),
+                  dqkv_rows, w.grad(prm.qkv.bias));
+  note(l, "attn.qkv", true, dln.data(), n * c);
+  layernorm_backward(space_, dln, v::template as_matrix<const Real>(b(activation::residual, 2 * l), n, c),
+                     w.template exact<P>(prm.ln1.gain), v::template as_vector<Real>(b(activation::ln_mean, 2 * l), n),
+                     v::template as_vector<Real>(b(activation::ln_rstd, 2 * l), n), dresid, w.grad(prm.ln1.gain),
+                     w.grad(prm.ln1.bias));
+  note(l, "ln1", true, dresid.data(), n * c);
 }
 
-template <class Real>
-std::vector<double> gpt<Real>::gemm_input(const std::string& layer) const {
+template <class Real, class ES>
+std::vector<double> gpt<Real, ES>::gemm_input(const std::string& layer) const {
   const auto names = config_.layer_names();
   const auto it = std::find(names.begin(), names.end(), layer);
   if (it == names.end()) throw std::invalid_argument("kamp::gpt::gemm_input: no layer named '" + layer + "'");
@@ -548,21 +558,25 @@ std::vector<double> gpt<Real>::gemm_input(const std::string& layer) const {
   std::vector<double> out(n);
   visit_dtype<Real>(activation_dtype(layer), [&](auto t) {
     using T = decltype(t);
-    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), as_vector<T>(buf_->ln_out[index], n));
+    const auto host = Kokkos::create_mirror_view_and_copy(
+        Kokkos::HostSpace(), views<memory_space>::template as_vector<T>((*buf_)(activation::ln_out, index), n));
     for (std::size_t i = 0; i < n; ++i) out[i] = load_as<double>(host.data() + i);
   });
   return out;
 }
 
-template <class Real>
+template <class Real, class ES>
 template <class T>
-void gpt<Real>::note(const std::string& block, const char* op, bool backward, const T* data, std::size_t n) {
+void gpt<Real, ES>::note(int layer, const char* op, bool backward, const T* data, std::size_t n) {
   if (observations_ == nullptr) return;  // the training step pays nothing, not even the name
   const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(data, n);
-  observations_->push_back({block + op, backward, dtype_of<T>(), measure_range(execution_space(), x)});
+  observations_->push_back(
+      {(layer >= 0 ? block_name(layer) : std::string()) + op, backward, dtype_of<T>(), measure_range(space_, x)});
 }
 
-template class gpt<float>;
-template class gpt<double>;
+#define KAMP_GPT_INSTANTIATE_(Space) \
+  template class gpt<float, Space>;  \
+  template class gpt<double, Space>;
+KAMP_GPT_FOR_EACH_SPACE(KAMP_GPT_INSTANTIATE_)
 
 }  // namespace kamp

@@ -1,4 +1,5 @@
 #include <kamp/model/gpt_config.hpp>
+#include <kamp/model/gpt_parameters.hpp>
 
 #include <stdexcept>
 
@@ -18,31 +19,38 @@ void gpt_config::validate() const {
   require(mlp >= 1, "mlp is " + std::to_string(mlp) + "; it must be at least 1 (GPT-2 uses 4 x d_model)");
 }
 
-tensor_table gpt_config::parameter_table() const {
-  validate();
-  const std::size_t v = vocab, t = context, c = d_model, m = mlp;
-  tensor_table table;
-  table.add("wte", {v, c});
-  table.add("wpe", {t, c});
-  for (int l = 0; l < layers; ++l) {
+gpt_parameters::gpt_parameters(const gpt_config& config) {
+  config.validate();
+  const std::size_t v = config.vocab, t = config.context, c = config.d_model, m = config.mlp;
+  const auto add = [&](const std::string& name, std::vector<std::size_t> shape, parameter_kind kind) {
+    kinds.push_back(kind);
+    return table.add(name, std::move(shape));
+  };
+  const auto linear = [&](const std::string& name, std::size_t out, std::size_t in) {
+    const std::size_t w = add(name + ".weight", {out, in}, parameter_kind::linear_weight);
+    return linear_parameters{w, add(name + ".bias", {out}, parameter_kind::linear_bias)};
+  };
+  const auto norm = [&](const std::string& name) {
+    const std::size_t g = add(name + ".weight", {c}, parameter_kind::norm_gain);
+    return norm_parameters{g, add(name + ".bias", {c}, parameter_kind::norm_bias)};
+  };
+  wte = add("wte", {v, c}, parameter_kind::embedding);
+  wpe = add("wpe", {t, c}, parameter_kind::embedding);
+  for (int l = 0; l < config.layers; ++l) {
     const std::string h = "h" + std::to_string(l) + ".";
-    table.add(h + "ln1.weight", {c});
-    table.add(h + "ln1.bias", {c});
-    table.add(h + "attn.qkv.weight", {3 * c, c});
-    table.add(h + "attn.qkv.bias", {3 * c});
-    table.add(h + "attn.proj.weight", {c, c});
-    table.add(h + "attn.proj.bias", {c});
-    table.add(h + "ln2.weight", {c});
-    table.add(h + "ln2.bias", {c});
-    table.add(h + "mlp.fc.weight", {m, c});
-    table.add(h + "mlp.fc.bias", {m});
-    table.add(h + "mlp.proj.weight", {c, m});
-    table.add(h + "mlp.proj.bias", {c});
+    block_parameters b;
+    b.ln1 = norm(h + "ln1");
+    b.qkv = linear(h + "attn.qkv", 3 * c, c);
+    b.attn_proj = linear(h + "attn.proj", c, c);
+    b.ln2 = norm(h + "ln2");
+    b.fc = linear(h + "mlp.fc", m, c);
+    b.mlp_proj = linear(h + "mlp.proj", c, m);
+    blocks.push_back(b);
   }
-  table.add("lnf.weight", {c});
-  table.add("lnf.bias", {c});
-  return table;
+  lnf = norm("lnf");
 }
+
+tensor_table gpt_config::parameter_table() const { return gpt_parameters(*this).table; }
 
 std::vector<std::string> gpt_config::layer_names() const {
   std::vector<std::string> names;

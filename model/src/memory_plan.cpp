@@ -1,3 +1,4 @@
+#include <kamp/model/activation_layout.hpp>
 #include <kamp/model/gpt.hpp>
 #include <kamp/model/memory_plan.hpp>
 #include <kamp/model/training_state.hpp>
@@ -74,27 +75,12 @@ memory_plan plan_memory(const gpt_config& model, const precision_policy& policy,
     // reads exactly, gathered from the shards.
     if (policy.has_master()) p.master += double(exactly_read_parameters(model, policy).flat_size()) * 4;
   }
-  // Per micro-batch of n = batch x context positions (d = d_model, m = mlp, s = scores per
-  // layer = batch x heads x context^2): fp32 for the residual stream, LayerNorm statistics,
-  // attention probabilities, MLP pre-activations, logits and losses; each layer's compute
-  // type for the tensors its GEMMs read (LayerNorm outputs, qkv, 16-bit probabilities,
-  // attention output, GELU output); backward scratch once, in the widest compute type.
-  const double n = double(batch) * model.context, d = model.d_model, m = model.mlp, v = model.vocab;
-  const double s = double(batch) * model.heads * double(model.context) * model.context;
-  const auto width = [&](const std::string& layer) { return double(size_of(policy.compute(layer))); };
-  double widest = width("lm_head");
-  for (const auto& layer : model.layer_names()) widest = std::max(widest, width(layer));
-  double a = (2 * model.layers + 1) * (n * d * 4 + 2 * n * 4) + n * d * width("lm_head");
-  for (int l = 0; l < model.layers; ++l) {
-    const std::string h = "h" + std::to_string(l) + ".";
-    const double attn = width(h + "attn"), mlp = width(h + "mlp");
-    a += n * d * attn + 3 * n * d * attn + s * 4 + s * attn + n * d * attn;  // ln1, qkv, probs, atty
-    a += n * d * mlp + n * m * 4 + n * m * mlp;                              // ln2, fc_pre, fc_act
-  }
-  a += n * v * 4 + n * 4 + 2 * n * 4;                                        // logits, losses, tokens
-  a += n * d * (4 + widest + 4) + n * m * (4 + widest) + n * d * widest;     // dresid(_low), dln, dfc, datty
-  a += s * (4 + widest) + 3 * n * d * widest + n * v * width("lm_head");     // dprobs, dscores, dqkv, dlogits
-  a += std::max(3 * d, m) * 4;                                               // bias scratch
+  // The model's activation buffers, from the table it allocates from, and the index its
+  // embedding's backward pass sorts the tokens into.
+  double a = 0;
+  for (const auto& buffer : activation_layout(model, policy, batch))
+    for (const std::size_t bytes : buffer.bytes) a += double(bytes);
+  a += double(token_rows<Kokkos::HostSpace>::bytes(std::size_t(batch) * model.context, model.vocab));
   p.activations = a;
   return p;
 }

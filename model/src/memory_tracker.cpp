@@ -43,7 +43,8 @@ category classify(const char* label) {
     return master;
   if (starts_with(label, "kamp::optimizer::moment") || std::strcmp(label, "kamp::optimizer::compensation") == 0)
     return optimizer;
-  if (starts_with(label, "kamp::gpt::")) return activations;
+  // The model's buffers (activation_layout's labels) and its token index.
+  if (starts_with(label, "kamp::gpt::") || starts_with(label, "kamp::token_rows::")) return activations;
   return other;
 }
 

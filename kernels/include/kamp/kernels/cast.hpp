@@ -32,39 +32,74 @@ KOKKOS_INLINE_FUNCTION constexpr std::uint32_t nearest_overflow_bits() {
   }
 }
 
+/// One work item of a cast: `c` elements converted, the finite inputs that overflowed counted.
 template <rounding Mode, class ExecutionSpace, class Out, class In>
-std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n,
-                        const rounding_options& options) {
-  using out_value_type = Out;
-  constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
-  const std::uint64_t seed = options.seed, offset = options.stream_offset;
-  std::size_t overflowed = 0;
-  Kokkos::parallel_reduce(
-      "kamp::cast", work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
-      KOKKOS_LAMBDA(std::int64_t k, std::size_t & count) {
-        const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
-        Out* KAMP_RESTRICT dst = out;
-        const In* KAMP_RESTRICT src = in;
-        // Read the captures outside `if constexpr`: nvcc forbids a first capture inside it.
-        const std::uint64_t stream_seed = seed, first_index = offset;
-        std::uint32_t local = 0;  // 32-bit: a work item has at most 2048 elements, and the sum vectorizes 8-wide
-        for (std::size_t i = begin; i < end; ++i) {
-          const float x = load_float(src + i);
-          if constexpr (Mode == rounding::stochastic) {
-            const bool finite = store_stochastic(dst + i, x, counter_random(stream_seed, first_index + i));
-            local += (is_finite(x) && !finite) ? 1 : 0;
-          } else {
-            // Round-to-nearest overflows exactly from a fixed input magnitude on; comparing the
-            // input is cheaper than testing the packed result.
-            store_nearest(dst + i, x);
-            const std::uint32_t magnitude = detail::float_to_bits(x) & 0x7fffffffu;
-            local += (magnitude >= nearest_overflow_bits<out_value_type>() && magnitude < 0x7f800000u) ? 1 : 0;
-          }
-        }
-        count += local;
-      },
-      overflowed);
-  return overflowed;
+struct cast_items {
+  using value_type = std::size_t;
+  Out* out;
+  const In* in;
+  std::size_t n;
+  std::uint64_t seed, offset;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t k, std::size_t& count) const {
+    constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
+    const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
+    Out* KAMP_RESTRICT dst = out;
+    const In* KAMP_RESTRICT src = in;
+    std::uint32_t local = 0;  // 32-bit: a work item has at most 2048 elements, and the sum vectorizes 8-wide
+    for (std::size_t i = begin; i < end; ++i) {
+      const float x = load_float(src + i);
+      if constexpr (Mode == rounding::stochastic) {
+        const bool finite = store_stochastic(dst + i, x, counter_random(seed, offset + i));
+        local += (is_finite(x) && !finite) ? 1 : 0;
+      } else {
+        // Round-to-nearest overflows exactly from a fixed input magnitude on; comparing the
+        // input is cheaper than testing the packed result.
+        store_nearest(dst + i, x);
+        const std::uint32_t magnitude = detail::float_to_bits(x) & 0x7fffffffu;
+        local += (magnitude >= nearest_overflow_bits<Out>() && magnitude < 0x7f800000u) ? 1 : 0;
+      }
+    }
+    count += local;
+  }
+};
+
+/// What a cast does with its overflow count: nothing (not_counted), or a reduction into a
+/// std::size_t (the call waits) or into a View on the device (it does not).
+struct not_counted {};
+
+template <rounding Mode, class ExecutionSpace, class Out, class In, class Count>
+void cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options,
+                 Count& overflowed) {
+  const cast_items<Mode, ExecutionSpace, Out, In> items{out, in, n, options.seed, options.stream_offset};
+  const auto policy = work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n));
+  if constexpr (std::is_same_v<Count, not_counted>) {
+    Kokkos::parallel_for(
+        "kamp::cast", policy, KOKKOS_LAMBDA(std::int64_t k) {
+          std::size_t ignored = 0;
+          items(k, ignored);
+        });
+  } else {
+    Kokkos::parallel_reduce("kamp::cast", policy, items, overflowed);
+  }
+}
+
+template <class Out, class In, class... OutProps, class... InProps>
+void check_cast(const Kokkos::View<Out*, OutProps...>& out, const Kokkos::View<In*, InProps...>& in) {
+  static_assert(std::is_same_v<Out, typename Kokkos::View<Out*, OutProps...>::non_const_value_type>,
+                "kamp::cast: the output view must be writable");
+  if (out.extent(0) != in.extent(0))
+    throw std::invalid_argument("kamp::cast: output '" + out.label() + "' has " + std::to_string(out.extent(0)) +
+                                " elements but input '" + in.label() + "' has " + std::to_string(in.extent(0)));
+}
+
+template <class ExecutionSpace, class Out, class In, class Count>
+void cast_dispatch(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options,
+                   Count& overflowed) {
+  if (options.mode == rounding::stochastic)
+    cast_kernel<rounding::stochastic>(space, out, in, n, options, overflowed);
+  else
+    cast_kernel<rounding::nearest_even>(space, out, in, n, options, overflowed);
 }
 
 }  // namespace detail
@@ -77,20 +112,36 @@ std::size_t cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std
 template <class ExecutionSpace, class Out, class In, class... OutProps, class... InProps>
 std::size_t cast(const ExecutionSpace& space, const Kokkos::View<Out*, OutProps...>& out,
                  const Kokkos::View<In*, InProps...>& in, const rounding_options& options = {}) {
-  using out_value = typename Kokkos::View<Out*, OutProps...>::non_const_value_type;
-  using in_value = typename Kokkos::View<In*, InProps...>::non_const_value_type;
-  static_assert(std::is_same_v<Out, out_value>, "kamp::cast: the output view must be writable");
   static_assert(
       Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Out*, OutProps...>::memory_space>::accessible &&
           Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<In*, InProps...>::memory_space>::accessible,
       "kamp::cast: both views must be accessible from the execution space");
-  if (out.extent(0) != in.extent(0))
-    throw std::invalid_argument("kamp::cast: output '" + out.label() + "' has " + std::to_string(out.extent(0)) +
-                                " elements but input '" + in.label() + "' has " + std::to_string(in.extent(0)));
-  const in_value* src = in.data();
-  return options.mode == rounding::stochastic
-             ? detail::cast_kernel<rounding::stochastic>(space, out.data(), src, in.extent(0), options)
-             : detail::cast_kernel<rounding::nearest_even>(space, out.data(), src, in.extent(0), options);
+  detail::check_cast(out, in);
+  std::size_t overflowed = 0;
+  detail::cast_dispatch(space, out.data(), in.data(), in.extent(0), options, overflowed);
+  return overflowed;
+}
+
+/// \brief The same conversion without waiting: the overflow count is written to `overflowed`, a
+/// scalar View in the execution space's memory, when the kernel has run. An empty View skips
+/// the count (a model's gradient casts: an overflow there is an inf that unscale_and_check
+/// finds downstream).
+template <class ExecutionSpace, class Out, class In, class... OutProps, class... InProps>
+void cast(const ExecutionSpace& space, const Kokkos::View<Out*, OutProps...>& out,
+          const Kokkos::View<In*, InProps...>& in, const rounding_options& options,
+          const Kokkos::View<std::size_t, typename ExecutionSpace::memory_space>& overflowed) {
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Out*, OutProps...>::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<In*, InProps...>::memory_space>::accessible,
+      "kamp::cast: both views must be accessible from the execution space");
+  detail::check_cast(out, in);
+  if (overflowed.data() == nullptr) {
+    detail::not_counted nothing;
+    detail::cast_dispatch(space, out.data(), in.data(), in.extent(0), options, nothing);
+  } else {
+    auto count = overflowed;
+    detail::cast_dispatch(space, out.data(), in.data(), in.extent(0), options, count);
+  }
 }
 
 }  // namespace kamp

@@ -179,11 +179,14 @@ class fused_optimizer {
     cast(space, model, weights);
   }
 
-  /// One optimizer step with learning rate `lr`. Labels `kamp::<rule>::prepare`, `kamp::<rule>::update`.
-  template <class ExecutionSpace>
+  /// One optimizer step. `lr` is the learning rate (a float), or a schedule evaluated on the
+  /// device from the steps taken so far (a device-callable `float operator()(std::int64_t)`,
+  /// such as kamp::lr_schedule): then no step needs the host to know which steps were skipped.
+  /// Labels `kamp::<rule>::prepare`, `kamp::<rule>::update`.
+  template <class ExecutionSpace, class LearningRate>
   void step(const ExecutionSpace& space, const Kokkos::View<Model*, MemorySpace>& model,
             const Kokkos::View<const Grad*, MemorySpace>& grads, const gradient_control<MemorySpace>& control,
-            float lr) const;
+            LearningRate lr) const;
 
   std::size_t size() const { return n_; }
   weight_update update_kind() const { return update_; }
@@ -224,21 +227,34 @@ class fused_optimizer {
   scalars_view scalars_;
 };
 
+namespace detail {
+template <class LearningRate>
+KOKKOS_INLINE_FUNCTION float learning_rate_at(const LearningRate& lr, std::int64_t steps_taken) {
+  if constexpr (std::is_arithmetic_v<LearningRate>) {
+    return static_cast<float>(lr);
+  } else {
+    return lr(steps_taken);
+  }
+}
+}  // namespace detail
+
 template <class Rule, class Model, class Grad, class Moment, class MemorySpace>
-template <class ExecutionSpace>
+template <class ExecutionSpace, class LearningRate>
 void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const ExecutionSpace& space,
                                                                    const Kokkos::View<Model*, MemorySpace>& model,
                                                                    const Kokkos::View<const Grad*, MemorySpace>& grads,
                                                                    const gradient_control<MemorySpace>& control,
-                                                                   float lr) const {
+                                                                   LearningRate lr) const {
   check_size("step: model", model.extent(0));
   check_size("step: grads", grads.extent(0));
   if (control.max_norm > 0.0f && control.check.data() == nullptr)
     throw std::invalid_argument(
         "kamp::fused_optimizer::step: clipping (max_norm > 0) needs a gradient check with the norm");
-  if (!(lr >= 0.0f) || !is_finite(lr))
-    throw std::invalid_argument("kamp::fused_optimizer::step: learning rate must be finite and >= 0, got " +
-                                std::to_string(lr));
+  if constexpr (std::is_arithmetic_v<LearningRate>) {
+    if (!(lr >= 0.0f) || !is_finite(float(lr)))
+      throw std::invalid_argument("kamp::fused_optimizer::step: learning rate must be finite and >= 0, got " +
+                                  std::to_string(lr));
+  }
 
   // 1. One device task: decide skip, the gradient factor and the rule's step scalars.
   const auto scalars = scalars_;
@@ -261,7 +277,7 @@ void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const Executi
         const float clip = (max_norm > 0.0f && s.grad_norm > max_norm) ? max_norm / (s.grad_norm + 1e-6f) : 1.0f;
         s.grad_factor = inv_scale * clip;
         s.t = step() + 1;
-        s.rule = Rule::prepare(hyper, lr, s.t);
+        s.rule = Rule::prepare(hyper, detail::learning_rate_at(lr, step()), s.t);
         scalars() = s;
         if (!s.skip) step() = s.t;
       });

@@ -29,7 +29,9 @@ class token_dataset {
 
   /// Fills tokens and targets (each batch x context, row-major) with window b of batch `index`.
   void sample(split part, std::uint64_t seed, std::uint64_t index, int batch, int* tokens, int* targets) const;
-  std::size_t size(split part) const { return part == split::train ? train_.size() : validation_.size(); }
+  std::size_t size(split part) const { return bytes(part).size(); }
+  /// The tokens of a split (one byte each).
+  const std::vector<std::uint8_t>& bytes(split part) const { return part == split::train ? train_ : validation_; }
   int context() const { return context_; }
   const std::string& source() const { return source_; }
 

@@ -1,10 +1,13 @@
 #ifndef KAMP_MODEL_GPT_HPP
 #define KAMP_MODEL_GPT_HPP
 
+#include <kamp/kernels/detail/kokkos_compat.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/nn/embedding.hpp>
 #include <kamp/kernels/value_range.hpp>
+#include <kamp/model/activation_layout.hpp>
 #include <kamp/model/gpt_config.hpp>
+#include <kamp/model/gpt_parameters.hpp>
 #include <kamp/model/precision_policy.hpp>
 #include <kamp/numeric/dtype.hpp>
 
@@ -43,24 +46,36 @@ tensor_table exactly_read_parameters(const gpt_config& config, const precision_p
 /// (or a test) binds the exact weights (fp32 master or bf16, policy.weights()) and the
 /// low-precision copy the GEMMs read (policy.low()). Real is float for training; Real = double
 /// runs every op in fp64 (policy mode fp32 only), the reference for gradient checks.
-template <class Real>
+///
+/// Every kernel runs on the execution space instance given at construction (a CUDA or HIP
+/// stream, an OpenMP or Serial instance). A pass over a device-resident batch launches kernels
+/// and returns: nothing in it waits for the host, and the launches per layer do not depend on
+/// the number of heads (each attention matmul is one strided-batched GEMM over batch x heads).
+template <class Real, class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class gpt {
  public:
-  using execution_space = Kokkos::DefaultExecutionSpace;
-  using memory_space = execution_space::memory_space;
+  using execution_space = ExecutionSpace;
+  using memory_space = typename ExecutionSpace::memory_space;
   using scaler_view = Kokkos::View<const loss_scale_state, memory_space>;
+  /// A micro-batch on the device: (batch, context) token ids in [0, vocab).
+  using token_view = Kokkos::View<const int**, Kokkos::LayoutRight, memory_space>;
+  /// Where a pass leaves its loss: the fp64 sum over the batch x context positions.
+  using loss_view = Kokkos::View<double, memory_space>;
 
   /// Validates the config and the policy, then allocates activations for micro-batches of
   /// `batch` sequences of config.context tokens.
-  gpt(const gpt_config& config, const precision_policy& policy, int batch);
+  gpt(const gpt_config& config, const precision_policy& policy, int batch,
+      const ExecutionSpace& space = ExecutionSpace());
   ~gpt();
   gpt(const gpt&) = delete;
   gpt& operator=(const gpt&) = delete;
 
   const gpt_config& config() const { return config_; }
   const precision_policy& policy() const { return policy_; }
-  const tensor_table& table() const { return table_; }
+  const gpt_parameters& parameters() const { return parameters_; }
+  const tensor_table& table() const { return parameters_.table; }
   int batch() const { return batch_; }
+  const ExecutionSpace& space() const { return space_; }
 
   /// The weights the next forward/backward passes read; both must cover table().flat_size().
   void bind_weights(weights_ref exact, weights_ref copy);
@@ -70,11 +85,17 @@ class gpt {
   /// Gradients, flat over table(); backward() accumulates into them (the caller zeroes them).
   Kokkos::View<Real*, memory_space> grads() const { return grads_; }
 
-  /// Mean cross-entropy of predicting targets from tokens (host arrays of batch() x context).
+  /// Mean cross-entropy of predicting targets from tokens (host arrays of batch() x context,
+  /// checked against the vocabulary). Copies them to the device and waits for the loss.
   double evaluate(const int* tokens, const int* targets);
   /// evaluate(), then adds to grads() the gradient of loss · grad_scale (· the loss scale read
   /// on the device when `scaler` is given). Returns the unscaled mean loss.
   double forward_backward(const int* tokens, const int* targets, double grad_scale, const scaler_view& scaler = {});
+  /// The same passes on a batch already on the device; the loss sum goes to `loss` when the
+  /// kernels have run. Nothing waits for the host.
+  void evaluate(const token_view& tokens, const token_view& targets, const loss_view& loss);
+  void forward_backward(const token_view& tokens, const token_view& targets, double grad_scale,
+                        const scaler_view& scaler, const loss_view& loss);
 
   /// While `sink` is set, each op appends the range of its output to it, in execution order
   /// (one reduction per op: for diagnosis, not for every step). nullptr stops it.
@@ -88,6 +109,10 @@ class gpt {
 
  private:
   struct buffers;
+  struct weights;
+  void run(const token_view& tokens, const token_view& targets, bool with_grad, double grad_scale,
+           const scaler_view& scaler, const loss_view& loss);
+  double run_host(const int* tokens, const int* targets, bool with_grad, double grad_scale, const scaler_view& scaler);
   template <class P>
   void forward(bool with_grad, double grad_scale, const scaler_view& scaler);
   template <class P>
@@ -104,26 +129,61 @@ class gpt {
   void mlp_backward(int l);
   template <class P, class T>
   void head_backward();
-  double run(const int* tokens, const int* targets, bool with_grad, double grad_scale, const scaler_view& scaler);
-  dtype resolve(dtype t) const;
   /// Records the range of an op's output as "<block><op>" (block: "h<l>." or empty for the head).
   template <class T>
-  void note(const std::string& block, const char* op, bool backward, const T* data, std::size_t n);
+  void note(int layer, const char* op, bool backward, const T* data, std::size_t n);
 
   gpt_config config_;
   precision_policy policy_;
-  tensor_table table_;
+  gpt_parameters parameters_;
+  layer_dtypes dtypes_;
   int batch_;
+  ExecutionSpace space_;
   tensor_table exact_table_;
   weights_ref exact_{}, copy_{};
+  /// Where each parameter starts in the exact weights (their layout may hold only some).
+  std::vector<std::size_t> exact_offsets_;
   Kokkos::View<Real*, memory_space> grads_;
   std::unique_ptr<buffers> buf_;
-  std::unique_ptr<token_rows<memory_space>> token_index_;
+  token_rows<memory_space> token_index_;
+  token_view tokens_, targets_;  ///< the batch of the pass under way
   std::vector<op_observation>* observations_ = nullptr;
 };
 
-extern template class gpt<float>;
-extern template class gpt<double>;
+/// The execution spaces the model is compiled for: every backend Kokkos was built with (model
+/// tests run on each).
+#ifdef KOKKOS_ENABLE_CUDA
+#define KAMP_GPT_CUDA_(F) F(Kokkos::Cuda)
+#else
+#define KAMP_GPT_CUDA_(F)
+#endif
+#ifdef KOKKOS_ENABLE_HIP
+#define KAMP_GPT_HIP_(F) F(kamp::detail::hip_space)
+#else
+#define KAMP_GPT_HIP_(F)
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+#define KAMP_GPT_OPENMP_(F) F(Kokkos::OpenMP)
+#else
+#define KAMP_GPT_OPENMP_(F)
+#endif
+#ifdef KOKKOS_ENABLE_THREADS
+#define KAMP_GPT_THREADS_(F) F(Kokkos::Threads)
+#else
+#define KAMP_GPT_THREADS_(F)
+#endif
+#ifdef KOKKOS_ENABLE_SERIAL
+#define KAMP_GPT_SERIAL_(F) F(Kokkos::Serial)
+#else
+#define KAMP_GPT_SERIAL_(F)
+#endif
+#define KAMP_GPT_FOR_EACH_SPACE(F) \
+  KAMP_GPT_CUDA_(F) KAMP_GPT_HIP_(F) KAMP_GPT_OPENMP_(F) KAMP_GPT_THREADS_(F) KAMP_GPT_SERIAL_(F)
+
+#define KAMP_GPT_DECLARE_(Space)             \
+  extern template class gpt<float, Space>; \
+  extern template class gpt<double, Space>;
+KAMP_GPT_FOR_EACH_SPACE(KAMP_GPT_DECLARE_)
 
 }  // namespace kamp
 

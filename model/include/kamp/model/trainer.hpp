@@ -3,10 +3,13 @@
 
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/model/data.hpp>
+#include <kamp/model/device_batches.hpp>
 #include <kamp/model/dist/communicator.hpp>
 #include <kamp/model/gpt.hpp>
+#include <kamp/model/lr_schedule.hpp>
 #include <kamp/model/training_state.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,7 +26,7 @@ struct step_report {
   float grad_norm;      ///< global L2 norm of the unscaled gradients, before clipping
   float scale;          ///< the loss scale this step used (1 outside amp_fp16)
   float lr;             ///< the learning rate this step used
-  double seconds;       ///< wall time of the step
+  double seconds;       ///< wall time of the step (of the steps read together, their mean)
   std::int64_t tokens;  ///< tokens processed
 };
 
@@ -41,20 +44,39 @@ struct parallel_options {
 
 namespace detail {
 struct optimizer_slot;
-}
+/// What a step leaves on the device for its report.
+struct step_record {
+  double loss;  ///< mean over the micro-batches of their mean loss
+  float grad_norm, scale, lr;
+  int skipped;
+};
+}  // namespace detail
 
 /// \brief The training loop: forward → loss × scale → backward (micro-batches accumulate in
 /// fp32) → one fused unscale/check/norm pass → clip → fused optimizer step or skip → scaler
 /// update. Skipped steps do not advance the LR schedule. A run is deterministic for a given
 /// seed, backend and thread count.
+///
+/// One process never waits for the device inside a step: the batch is cut on the device, the
+/// loss, the skip decision, the learning rate and the loss scale stay there, and each step
+/// leaves its report in a device buffer that reports() reads (one wait for many steps). With
+/// several ranks the gradient check is agreed on the host (MPI), one wait per step.
 class trainer {
  public:
-  /// With several ranks, constructing, step(), validation_loss(), state(), restore() and
-  /// exact_weights() are collective: every rank calls them in the same order.
+  /// With several ranks, constructing, step(), advance(), reports(), validation_loss(), state(),
+  /// restore() and exact_weights() are collective: every rank calls them in the same order.
   trainer(const gpt_config& config, const precision_policy& policy, const train_options& options,
           const token_dataset& data, const parallel_options& parallel = {});
   ~trainer();
 
+  /// Steps whose reports the device keeps; advancing past them reads them early (one wait).
+  static constexpr std::int64_t report_capacity = 1024;
+
+  /// Launches one optimizer step and returns without waiting for it.
+  void advance();
+  /// The reports of the steps advanced since the last call, in order: one wait for all of them.
+  std::vector<step_report> reports();
+  /// advance(), then its report (waits).
   step_report step();
   /// Mean loss over `batches` fixed validation batches (the same ones every call; on N ranks
   /// of batch B the same windows as one process's batches of N x B).
@@ -72,9 +94,11 @@ class trainer {
     gradient_hook_ = std::move(hook);
   }
   /// Optimizer steps taken so far (skipped attempts excluded): the LR schedule's position.
-  std::int64_t steps_taken() const { return steps_taken_; }
+  /// Read from the device (waits for the steps under way).
+  std::int64_t steps_taken() const;
   std::int64_t attempts() const { return attempts_; }
-  float learning_rate(std::int64_t step) const;
+  /// The learning rate of the step after `taken` optimizer steps.
+  float learning_rate(std::int64_t taken) const { return schedule_(taken); }
   loss_scaler<gpt<float>::memory_space>& scaler() { return scaler_; }
   /// The exact weights (fp32 master, fp32 weights, or pure bf16 widened) on the host.
   std::vector<float> exact_weights() const;
@@ -96,6 +120,8 @@ class trainer {
  private:
   /// Shares the updated shards: the model copy, and the fp32 weights the model reads exactly.
   void share_weights();
+  /// Leaves the step's report in records_ (a device task).
+  void record(const gpt<float>::execution_space& space);
   /// Elements of every rank's shard.
   std::vector<std::size_t> shard_sizes() const;
   /// Throws std::invalid_argument naming what in `s` does not fit this trainer.
@@ -104,7 +130,6 @@ class trainer {
   gpt_config config_;
   precision_policy policy_;
   train_options options_;
-  const token_dataset& data_;
   parallel_options parallel_;
   std::vector<std::pair<std::size_t, std::size_t>> spans_;  ///< every rank's shard
   /// Sharded AMP: the fp32 values of exactly_read_parameters(), gathered from the master shards.
@@ -118,10 +143,17 @@ class trainer {
   std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> gradient_hook_;
   std::unique_ptr<gpt<float>> model_;
   std::unique_ptr<detail::optimizer_slot> optimizer_;
+  lr_schedule schedule_;
   loss_scaler<gpt<float>::memory_space> scaler_;
   Kokkos::View<gradient_check, gpt<float>::memory_space> check_;
-  std::vector<int> tokens_, targets_;
-  std::int64_t steps_taken_ = 0, attempts_ = 0;
+  device_batches<> batches_;
+  /// Per micro-batch loss sums of the step under way, and the reports of unread steps.
+  Kokkos::View<double*, gpt<float>::memory_space> micro_losses_;
+  Kokkos::View<detail::step_record*, gpt<float>::memory_space> records_;
+  std::int64_t unread_ = 0;                              ///< steps in records_ not yet read
+  std::vector<step_report> drained_;                     ///< read early, when records_ was full
+  std::chrono::steady_clock::time_point unread_since_;  ///< when the first unread step was launched
+  std::int64_t attempts_ = 0;
 };
 
 /// GPT-2's initialization: weights N(0, 0.02), residual output projections N(0, 0.02/√(2L)),

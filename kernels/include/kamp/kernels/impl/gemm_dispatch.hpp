@@ -10,6 +10,7 @@
 #include <kamp/kernels/tpls/gemm_kokkosblas.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
 #include <kamp/numeric/dtype.hpp>
+#include <kamp/numeric/element_access.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -38,7 +39,47 @@ std::string gemm_region_name(const char* path) {
          dtype_name<TC>() + "]";
 }
 
-/// Where one problem runs: the first vendor path that accepts it, else the portable kernel.
+/// The problem a vendor without a bias epilogue runs after bias_prologue: C already holds
+/// beta·C + bias, so the vendor adds alpha·op(A)op(B) to it.
+template <class TA, class TB, class TC>
+gemm_problem<TA, TB, TC> without_bias(gemm_problem<TA, TB, TC> p) {
+  p.beta = 1.0f;
+  p.bias = nullptr;
+  return p;
+}
+
+/// C = beta·C + bias on every row (C is not read for beta = 0), rounded to C's type: the bias
+/// part of a GEMM whose vendor adds none (cublasGemmEx, KokkosBlas). For an fp32 C and beta = 0
+/// the result is the fused epilogue's, fl(alpha·AB + bias); otherwise beta·C + bias is rounded
+/// once more first, as PyTorch's addmm does with a bias in the output.
+template <class ExecutionSpace, class TA, class TB, class TC>
+void bias_prologue(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p) {
+  using acc = typename gemm_problem<TA, TB, TC>::accum;
+  TC* c = p.c;
+  const acc* bias = p.bias;
+  const std::int64_t ldc = p.ldc, n = p.n;
+  const acc beta = p.beta;
+  Kokkos::parallel_for(
+      "kamp::gemm::bias_prologue", Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space, 0, p.m),
+      KOKKOS_LAMBDA(std::int64_t i) {
+        TC* KAMP_RESTRICT row = c + i * ldc;
+        if (beta == acc(0)) {
+          for (std::int64_t j = 0; j < n; ++j) store_nearest(row + j, bias[j]);
+        } else {
+          for (std::int64_t j = 0; j < n; ++j) store_nearest(row + j, beta * load_as<acc>(row + j) + bias[j]);
+        }
+      });
+}
+
+template <class Tpl, class ExecutionSpace, class TA, class TB, class TC>
+void run_after_bias_prologue(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p) {
+  bias_prologue(space, p);
+  Tpl::run(space, without_bias(p));
+}
+
+/// Where one problem runs: the first vendor path that accepts it, else the portable kernel. A
+/// vendor that declines only the bias (one matrix, not a batch) still runs it, after kamp's
+/// bias_prologue: every Linear takes the vendor GEMM where one exists.
 template <class ExecutionSpace, class TA, class TB, class TC>
 struct gemm_route {
   using problem = gemm_problem<TA, TB, TC>;
@@ -56,15 +97,25 @@ struct gemm_route {
   bool offer(const problem& p) {
     using tpl = gemm_tpl<Path, ExecutionSpace, TA, TB, TC>;
     if constexpr (tpl::available) {
+      static const std::string name = gemm_region_name<TA, TB, TC>(tpl::name);
       if (tpl::accepts(p)) {
-        static const std::string name = gemm_region_name<TA, TB, TC>(tpl::name);
         path = tpl::name;
         run = &tpl::run;
         region = &name;
         return true;
       }
+      if (bias_prologue_serves<tpl>(p)) {
+        path = tpl::name;
+        run = &run_after_bias_prologue<tpl, ExecutionSpace, TA, TB, TC>;
+        region = &name;
+        return true;
+      }
     }
     return false;
+  }
+  template <class Tpl>
+  static bool bias_prologue_serves(const problem& p) {
+    return p.bias != nullptr && p.batch == 1 && Tpl::accepts(without_bias(p));
   }
   template <class... Paths>
   gemm_route(const problem& p, gemm_algorithm algorithm, gemm_path_list<Paths...>) {
@@ -88,9 +139,11 @@ std::string gemm_explanation(const gemm_problem<TA, TB, TC>& p, const char* chos
     using tpl = gemm_tpl<decltype(tag), ExecutionSpace, TA, TB, TC>;
     if constexpr (tpl::available) {
       if (!why.empty()) why += "; ";
-      why += std::string(tpl::name) + (std::string_view(tpl::name) == chosen ? ": " : " declines: ") +
-             tpl::explain(p);
-      return std::string_view(tpl::name) == chosen;
+      const bool taken = std::string_view(tpl::name) == chosen;
+      const bool prologue = taken && !tpl::accepts(p);
+      why += std::string(tpl::name) + (taken ? ": " : " declines: ") + tpl::explain(prologue ? without_bias(p) : p) +
+             (prologue ? " (the bias added first by kamp's bias prologue)" : "");
+      return taken;
     }
     return false;
   };

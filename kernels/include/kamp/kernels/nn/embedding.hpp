@@ -3,7 +3,8 @@
 
 #include <kamp/kernels/nn/detail.hpp>
 
-#include <vector>
+#include <stdexcept>
+#include <string>
 
 namespace kamp {
 
@@ -67,36 +68,81 @@ void embedding_forward(const ExecutionSpace& space, const Kokkos::View<const int
 
 /// \brief Rows of a token batch grouped by token id (CSR), so the embedding's backward pass
 /// sums each vocabulary row's gradient in a fixed order (no atomics; deterministic).
+///
+/// Built on the device by a stable counting sort in three launches: each block of
+/// `block_rows` rows counts its tokens, one scan over (token, block) turns the counts into
+/// start positions, and each block places its rows in order. Nothing waits for the host.
 template <class MemorySpace>
 struct token_rows {
+  static constexpr std::int64_t block_rows = 256;
   Kokkos::View<int*, MemorySpace> offsets;  ///< (V+1): rows of token v are rows[offsets[v]..offsets[v+1])
   Kokkos::View<int*, MemorySpace> rows;     ///< (N) row indices, ascending within each token
+  Kokkos::View<int**, MemorySpace> cursor;  ///< (blocks, V): the sort's per-block counts, then positions
 
-  /// Builds the index from host tokens (b·T + t order); throws on a token outside [0, vocab).
-  token_rows(const int* tokens, std::size_t n, int vocab)
-      : offsets("kamp::token_rows::offsets", vocab + 1), rows("kamp::token_rows::rows", n) {
-    assign(tokens);
+  /// Bytes of the index for n rows and a vocabulary of `vocab` (the memory planner's figure).
+  static std::size_t bytes(std::size_t n, int vocab) {
+    return (std::size_t(vocab) + 1 + n + blocks(n) * std::size_t(vocab)) * sizeof(int);
   }
 
-  /// Rebuilds the index for the next batch of the same size in the same device memory (a
-  /// training step allocates nothing).
-  void assign(const int* tokens) {
-    const std::size_t n = rows.extent(0);
-    const int vocab = int(offsets.extent(0)) - 1;
-    std::vector<int> count(vocab + 1, 0), order(n);
-    for (std::size_t i = 0; i < n; ++i) {
+  /// An index for batches of n tokens; assign() fills it.
+  token_rows(std::size_t n, int vocab)
+      : offsets("kamp::token_rows::offsets", vocab + 1),
+        rows("kamp::token_rows::rows", n),
+        cursor("kamp::token_rows::cursor", blocks(n), vocab) {}
+
+  /// Builds the index from host tokens (b·T + t order); throws on a token outside [0, vocab).
+  token_rows(const int* tokens, std::size_t n, int vocab) : token_rows(n, vocab) {
+    for (std::size_t i = 0; i < n; ++i)
       if (tokens[i] < 0 || tokens[i] >= vocab)
         throw std::invalid_argument("kamp::token_rows: token " + std::to_string(tokens[i]) + " at position " +
                                     std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(vocab) +
                                     ")");
-      ++count[tokens[i] + 1];
-    }
-    for (int v = 0; v < vocab; ++v) count[v + 1] += count[v];
-    std::vector<int> next(count.begin(), count.end() - 1);
-    for (std::size_t i = 0; i < n; ++i) order[next[tokens[i]]++] = int(i);
-    Kokkos::deep_copy(offsets, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(count.data(), vocab + 1));
-    Kokkos::deep_copy(rows, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(order.data(), n));
+    Kokkos::View<int*, MemorySpace> device("kamp::token_rows::tokens", n);
+    Kokkos::deep_copy(device, Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(tokens, n));
+    const typename MemorySpace::execution_space space;
+    assign(space, device);
+    space.fence();
   }
+
+  /// Rebuilds the index for the next batch of the same size, in the same memory, on `space`.
+  /// Tokens must lie in [0, vocab): checked where they enter (the host constructor, the data).
+  template <class ExecutionSpace>
+  void assign(const ExecutionSpace& space, const Kokkos::View<const int*, MemorySpace>& tokens) const {
+    detail::check_extent("kamp::token_rows::assign", "tokens", tokens.extent(0), rows.extent(0));
+    const std::int64_t n = rows.extent(0), vocab = cursor.extent(1), nb = cursor.extent(0), s = block_rows;
+    const auto count = cursor;
+    const auto first = offsets;
+    const auto order = rows;
+    using policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+    Kokkos::parallel_for(
+        "kamp::token_rows::count", policy(space, 0, nb), KOKKOS_LAMBDA(std::int64_t b) {
+          for (std::int64_t v = 0; v < vocab; ++v) count(b, v) = 0;
+          const std::int64_t end = (b + 1) * s < n ? (b + 1) * s : n;
+          for (std::int64_t i = b * s; i < end; ++i) ++count(b, tokens(i));
+        });
+    // Token-major order: token v's rows come after every row of smaller tokens, and within v
+    // block b's after those of earlier blocks.
+    Kokkos::parallel_scan(
+        "kamp::token_rows::scan", policy(space, 0, vocab * nb),
+        KOKKOS_LAMBDA(std::int64_t k, int& before, const bool final) {
+          const std::int64_t v = k / nb, b = k % nb;
+          const int c = count(b, v);
+          if (final) {
+            count(b, v) = before;
+            if (b == 0) first(v) = before;
+            if (k == vocab * nb - 1) first(vocab) = before + c;
+          }
+          before += c;
+        });
+    Kokkos::parallel_for(
+        "kamp::token_rows::place", policy(space, 0, nb), KOKKOS_LAMBDA(std::int64_t b) {
+          const std::int64_t end = (b + 1) * s < n ? (b + 1) * s : n;
+          for (std::int64_t i = b * s; i < end; ++i) order(count(b, tokens(i))++) = int(i);
+        });
+  }
+
+ private:
+  static std::size_t blocks(std::size_t n) { return (n + block_rows - 1) / block_rows; }
 };
 
 /// \brief dwte(v, :) += Σ dout(rows of token v, :), dwpe(t, :) += Σ_b dout(b·T + t, :), each sum

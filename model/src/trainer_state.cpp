@@ -1,0 +1,144 @@
+#include <kamp/model/trainer.hpp>
+
+#include "fields.hpp"
+#include "optimizer_slot.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kamp {
+
+std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& policy) {
+  const dtype moments = policy.mode == precision_mode::pure_bf16 ? dtype::bf16 : dtype::fp32;
+  std::vector<std::pair<std::string, dtype>> out{{"model", policy.low()}};
+  if (policy.has_master()) out.emplace_back("master", dtype::fp32);
+  out.emplace_back("moment1", moments);
+  out.emplace_back("moment2", moments);
+  if (policy.mode == precision_mode::pure_bf16 && policy.update == pure_bf16_update::kahan)
+    out.emplace_back("compensation", dtype::bf16);
+  return out;
+}
+
+std::vector<float> trainer::exact_weights() const {
+  std::vector<float> local = optimizer_->exact_weights();
+  if (!policy_.has_master() || !parallel_.ranks.distributed()) return local;
+  // Master shards: gathered through a buffer in the model's memory, as the model copy is.
+  Kokkos::View<float*, gpt<float>::memory_space> full("kamp::trainer::exact_weights", spans_.back().second);
+  Kokkos::deep_copy(Kokkos::subview(full, shard()),
+                    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(local.data(), local.size()));
+  parallel_.ranks.all_gather(full.data(), sizeof(float), spans_);
+  std::vector<float> out(full.extent(0));
+  Kokkos::deep_copy(Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(out.data(), out.size()), full);
+  return out;
+}
+
+std::vector<std::uint32_t> trainer::model_copy_bits() const { return optimizer_->copy_bits(); }
+
+training_state trainer::state() const {
+  training_state s;
+  s.model = config_;
+  s.policy = policy_;
+  s.options = options_;
+  s.steps_taken = steps_taken();
+  s.attempts = attempts_;
+  s.scaler = scaler_.host_state();
+  s.tensors = optimizer_->state();
+  const dist::communicator& ranks = parallel_.ranks;
+  if (!ranks.distributed()) return s;
+  const std::vector<std::size_t> counts = shard_sizes();
+  for (auto& t : s.tensors) {
+    if (t.role == "model") continue;
+    const std::size_t width = size_of(t.type);
+    std::vector<unsigned char> full(ranks.rank() == 0 ? spans_.back().second * width : 0);
+    ranks.gather(t.bytes.data(), full.data(), width, counts, 0);
+    t.bytes = std::move(full);
+  }
+  if (ranks.rank() != 0) s.tensors.clear();
+  return s;
+}
+
+namespace {
+// kamp-train's option for a configuration field: d_model -> d-model.
+std::string option_name(std::string field) {
+  std::replace(field.begin(), field.end(), '_', '-');
+  return field;
+}
+}  // namespace
+
+void trainer::check_restorable(const training_state& s) const {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument("the saved state does not fit this run: " + what); };
+  std::vector<int> saved;
+  detail::for_each_field(s.model, [&](const char*, int v) { saved.push_back(v); });
+  std::size_t i = 0;
+  detail::for_each_field(config_, [&](const char* field, int v) {
+    if (saved[i] != v)
+      fail("it holds a model with " + std::string(field) + " " + std::to_string(saved[i]) + ", this run's has " +
+           std::to_string(v) + ": resume with the checkpoint's model shape (--" + option_name(field) + " " +
+           std::to_string(saved[i]) + "), or start a new run in another checkpoint directory");
+    ++i;
+  });
+  if (s.policy.mode != policy_.mode ||
+      (policy_.mode == precision_mode::pure_bf16 && s.policy.update != policy_.update))
+    fail(std::string("it was written in precision mode ") + name(s.policy.mode) +
+         (s.policy.mode == precision_mode::pure_bf16 ? std::string(" (") + name(s.policy.update) + " updates)" : "") +
+         ", this run uses " + name(policy_.mode) +
+         (policy_.mode == precision_mode::pure_bf16 ? std::string(" (") + name(policy_.update) + " updates)" : "") +
+         ": the optimizer state differs between modes; resume with the checkpoint's mode");
+  const auto layout = state_layout(policy_);
+  const tensor_table table = config_.parameter_table();
+  if (s.tensors.size() != layout.size())
+    fail("it holds " + std::to_string(s.tensors.size()) + " state tensors, " + name(policy_.mode) + " keeps " +
+         std::to_string(layout.size()));
+  for (std::size_t t = 0; t < layout.size(); ++t) {
+    const state_tensor& x = s.tensors[t];
+    if (x.role != layout[t].first || x.type != layout[t].second)
+      fail("state tensor " + std::to_string(t) + " is " + x.role + " (" + name(x.type) + "), expected " +
+           layout[t].first + " (" + name(layout[t].second) + ")");
+    if (x.bytes.size() != table.flat_size() * size_of(x.type))
+      fail(x.role + " has " + std::to_string(x.bytes.size() / size_of(x.type)) + " elements, expected " +
+           std::to_string(table.flat_size()));
+  }
+  try {
+    check_state(s, table);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what());
+  }
+}
+
+void trainer::restore(const training_state& s) {
+  // Every rank checks the state it was given; all restore it or none does (restoring is
+  // collective, and a rank left behind would wait in it forever).
+  // The scaler's restore is the last check that can fail; nothing changes before it.
+  std::string problem;
+  const loss_scale_state before = scaler_.host_state();
+  try {
+    check_restorable(s);
+    scaler_.restore(s.scaler);
+  } catch (const std::invalid_argument& e) {
+    problem = e.what();
+  }
+  if (!parallel_.ranks.all(problem.empty())) {
+    if (problem.empty()) scaler_.restore(before);
+    throw std::invalid_argument(problem.empty() ? "the saved state does not fit this run on another rank" : problem);
+  }
+  if (parallel_.ranks.distributed()) {
+    std::vector<state_tensor> mine;
+    for (const auto& t : s.tensors) {
+      if (t.role == "model") {
+        mine.push_back(t);
+        continue;
+      }
+      const std::size_t width = size_of(t.type);
+      mine.push_back({t.role, t.type,
+                      std::vector<unsigned char>(t.bytes.begin() + shard().first * width,
+                                                 t.bytes.begin() + shard().second * width)});
+    }
+    optimizer_->restore(mine, s.steps_taken);
+  } else {
+    optimizer_->restore(s.tensors, s.steps_taken);
+  }
+  share_weights();
+  attempts_ = s.attempts;
+}
+
+}  // namespace kamp

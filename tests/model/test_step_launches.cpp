@@ -1,0 +1,193 @@
+// What a training step asks of the device, counted through Kokkos Tools: kernel launches,
+// fences and deep copies. The structure is the same on every backend, so a CPU build checks
+// what a GPU needs: a steady-state step never waits for the host, and the launches per layer
+// do not grow with the number of heads.
+#include <kamp/kernels/gemm.hpp>
+#include <kamp/model/trainer.hpp>
+
+#include "../support/catch.hpp"
+
+#include "../support/gpt_shapes.hpp"
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct tally {
+  int launches = 0;
+  int fences = 0;               ///< host waits (Kokkos >= 3.5 reports them; 3.4 reports none)
+  int copies = 0;               ///< deep copies between views (fills excluded)
+  std::vector<std::string> fence_names, copy_names;
+  std::vector<std::string> gemms;  ///< kamp::gemm[...] regions, in order
+  std::vector<std::string> regions;
+};
+
+tally& counts() {
+  static tally t;
+  return t;
+}
+
+// Host vendor libraries (oneDNN, a BLAS) run on their own threads, so a host GEMM fences the
+// host space around them; those paths exist only on host spaces, where a fence is not a device
+// drain. Every other fence is a wait the step would pay on a GPU.
+bool in_host_vendor_gemm() {
+  for (const auto& r : counts().regions)
+    if (r.rfind("kamp::gemm[dnnl,", 0) == 0 || r.rfind("kamp::gemm[widened,", 0) == 0 ||
+        r.rfind("kamp::gemm[kokkosblas,", 0) == 0)
+      return true;
+  return false;
+}
+
+void on_launch(const char*, std::uint32_t, std::uint64_t*) { ++counts().launches; }
+void on_end(std::uint64_t) {}
+void on_fence(const char* name, std::uint32_t, std::uint64_t*) {
+  if (in_host_vendor_gemm()) return;
+  ++counts().fences;
+  counts().fence_names.emplace_back(name);
+}
+void on_copy(Kokkos::Tools::SpaceHandle, const char* dst, const void*, Kokkos::Tools::SpaceHandle, const char* src,
+             const void*, std::uint64_t) {
+  // deep_copy(view, scalar) reports the scalar as its source: "Scalar" (Kokkos 4, 5) or
+  // "(none)" (3.4). Those fills never cross to the host.
+  if (std::strcmp(src, "Scalar") == 0 || std::strcmp(src, "(none)") == 0) return;
+  ++counts().copies;
+  counts().copy_names.push_back(std::string(dst) + " <- " + src);
+}
+void on_push(const char* name) {
+  counts().regions.emplace_back(name);
+  if (std::strncmp(name, "kamp::gemm[", 11) == 0) counts().gemms.emplace_back(name);
+}
+void on_pop() { counts().regions.pop_back(); }
+
+/// Counts what `work` launches, fences and copies.
+template <class F>
+tally count(F&& work) {
+  namespace tools = Kokkos::Tools::Experimental;
+  counts() = tally();
+  tools::set_begin_parallel_for_callback(on_launch);
+  tools::set_end_parallel_for_callback(on_end);
+  tools::set_begin_parallel_reduce_callback(on_launch);
+  tools::set_end_parallel_reduce_callback(on_end);
+  tools::set_begin_parallel_scan_callback(on_launch);
+  tools::set_end_parallel_scan_callback(on_end);
+  tools::set_begin_fence_callback(on_fence);
+  tools::set_end_fence_callback(on_end);
+  tools::set_begin_deep_copy_callback(on_copy);
+  tools::set_push_region_callback(on_push);
+  tools::set_pop_region_callback(on_pop);
+  work();
+  tools::set_begin_parallel_for_callback(nullptr);
+  tools::set_end_parallel_for_callback(nullptr);
+  tools::set_begin_parallel_reduce_callback(nullptr);
+  tools::set_end_parallel_reduce_callback(nullptr);
+  tools::set_begin_parallel_scan_callback(nullptr);
+  tools::set_end_parallel_scan_callback(nullptr);
+  tools::set_begin_fence_callback(nullptr);
+  tools::set_end_fence_callback(nullptr);
+  tools::set_begin_deep_copy_callback(nullptr);
+  tools::set_push_region_callback(nullptr);
+  tools::set_pop_region_callback(nullptr);
+  return counts();
+}
+
+const kamp::token_dataset& corpus() {
+  static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, 16, "test corpus");
+  return data;
+}
+
+/// One steady-state step (after two that create the vendors' plans and workspaces) of a small
+/// model with `layers` and `heads`.
+tally steady_step(kamp::precision_mode mode, int layers, int heads) {
+  kamp::precision_policy policy;
+  policy.mode = mode;
+  kamp::train_options o;
+  o.batch = 2;
+  o.steps = 10;
+  kamp::trainer t(kamp::test::gpt_shape(16, layers, heads, 32, 64), policy, o, corpus());
+  t.advance();
+  t.advance();
+  t.reports();
+  return count([&] { t.advance(); });
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += "\n  " + n;
+  return out;
+}
+
+// kamp::gemm[path,TA,TB,TC] -> the path gemm_path_on_this_machine names for those types.
+std::string promised_path(const std::string& region) {
+  using space = kamp::gpt<float>::execution_space;
+  const std::string types = region.substr(region.find(',') + 1);
+  if (types == "fp32,fp32,fp32]") return kamp::gemm_path_on_this_machine<space, float, float, float>().path;
+  if (types == "bf16,bf16,bf16]") return kamp::gemm_path_on_this_machine<space, kamp::bf16, kamp::bf16, kamp::bf16>().path;
+  if (types == "bf16,bf16,fp32]") return kamp::gemm_path_on_this_machine<space, kamp::bf16, kamp::bf16, float>().path;
+  if (types == "fp16,fp16,fp16]") return kamp::gemm_path_on_this_machine<space, kamp::fp16, kamp::fp16, kamp::fp16>().path;
+  if (types == "fp16,fp16,fp32]") return kamp::gemm_path_on_this_machine<space, kamp::fp16, kamp::fp16, float>().path;
+  return "unexpected types " + types;
+}
+
+}  // namespace
+
+TEST_CASE("a steady-state training step neither waits for nor copies from the host", "[model][launches]") {
+  for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
+                          kamp::precision_mode::pure_bf16}) {
+    const tally step = steady_step(mode, 2, 2);
+    INFO(name(mode) << ": fences" << listed(step.fence_names) << "\ncopies" << listed(step.copy_names));
+    CHECK(step.fences == 0);
+    CHECK(step.copies == 0);
+    CHECK(step.launches > 0);
+  }
+}
+
+TEST_CASE("reading the reports is where a run waits, once for many steps", "[model][launches]") {
+  kamp::precision_policy policy;
+  policy.mode = kamp::precision_mode::amp_bf16;
+  kamp::train_options o;
+  o.batch = 2;
+  o.steps = 10;
+  kamp::trainer t(kamp::test::gpt_shape(16, 1, 2, 32, 64), policy, o, corpus());
+  t.advance();
+  t.reports();
+  std::vector<kamp::step_report> read;
+  const tally reading = count([&] {
+    for (int i = 0; i < 3; ++i) t.advance();
+    read = t.reports();
+  });
+  // The counters see a host read: this is what the steady-state test would catch.
+  CHECK(reading.copies == 1);
+  REQUIRE(read.size() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(read[i].step == i + 2);
+}
+
+TEST_CASE("launches per layer do not depend on the number of heads", "[model][launches]") {
+  for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16}) {
+    const int one_layer = steady_step(mode, 1, 2).launches, two_heads = steady_step(mode, 2, 2).launches;
+    const int four_heads = steady_step(mode, 2, 4).launches, eight_heads = steady_step(mode, 2, 8).launches;
+    INFO(name(mode) << ": 1 layer " << one_layer << ", 2 layers with 2/4/8 heads " << two_heads << "/" << four_heads
+                    << "/" << eight_heads);
+    CHECK(two_heads > one_layer);
+    CHECK(four_heads == two_heads);
+    CHECK(eight_heads == two_heads);
+  }
+}
+
+TEST_CASE("every GEMM of a step takes the path its types have on this machine", "[model][launches]") {
+  for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
+                          kamp::precision_mode::pure_bf16}) {
+    const int layers = 2;
+    const tally step = steady_step(mode, layers, 2);
+    // Per layer: 4 Linear forwards, 2 attention matmuls, and their backward (2 per Linear,
+    // 4 for attention); the head: its forward and 2 backward.
+    CHECK(step.gemms.size() == std::size_t(layers * (4 + 2 + 8 + 4) + 3));
+    for (const auto& region : step.gemms) {
+      const std::string path = region.substr(11, region.find(',') - 11);
+      INFO(name(mode) << ": " << region);
+      CHECK(path == promised_path(region));
+    }
+  }
+}
