@@ -4,6 +4,7 @@
 
 #include "../support/catch.hpp"
 
+#include "../support/execution_spaces.hpp"
 #include "../support/finite_differences.hpp"
 #include "../support/gpt_shapes.hpp"
 
@@ -12,31 +13,35 @@
 namespace {
 
 // Weights large enough that every path (attention, GELU curvature, LayerNorm scales) matters.
-std::vector<double> random_weights(const kamp::tensor_table& table, unsigned seed) {
-  std::vector<double> w(table.flat_size(), 0.0);
+std::vector<double> random_weights(const kamp::gpt_parameters& p, unsigned seed) {
+  std::vector<double> w(p.table.flat_size(), 0.0);
   std::mt19937 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
-  for (const auto& e : table.entries()) {
-    const bool is_norm = e.name.find("ln") != std::string::npos;
-    const bool is_bias = e.name.size() > 5 && e.name.compare(e.name.size() - 5, 5, ".bias") == 0;
+  for (std::size_t t = 0; t < p.table.count(); ++t) {
+    const auto& e = p.table[t];
+    const kamp::parameter_kind kind = p.kind(t);
+    const bool is_bias = kind == kamp::parameter_kind::linear_bias || kind == kamp::parameter_kind::norm_bias;
     for (std::size_t i = 0; i < e.size; ++i)
-      w[e.offset + i] = is_norm && !is_bias ? 1.0 + 0.3 * normal(rng) : (is_bias ? 0.1 : 0.3) * normal(rng);
+      w[e.offset + i] =
+          kind == kamp::parameter_kind::norm_gain ? 1.0 + 0.3 * normal(rng) : (is_bias ? 0.1 : 0.3) * normal(rng);
   }
   return w;
 }
 
 }  // namespace
 
-TEST_CASE("the fp64 GPT's gradient of every tensor matches finite differences", "[model]") {
+TEMPLATE_TEST_CASE("the fp64 GPT's gradient of every tensor matches finite differences", "[model]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  using model_type = kamp::gpt<double, TestType>;
   const kamp::gpt_config config = kamp::test::gpt_shape(8, 2, 2, 16, 32);
   kamp::precision_policy policy;
   policy.mode = kamp::precision_mode::fp32;
   const int batch = 2;
-  kamp::gpt<double> model(config, policy, batch);
+  model_type model(config, policy, batch, TestType());
   const auto& table = model.table();
 
-  auto weights = random_weights(table, 7);
-  Kokkos::View<double*, kamp::gpt<double>::memory_space> device("weights", weights.size());
+  auto weights = random_weights(model.parameters(), 7);
+  Kokkos::View<double*, typename model_type::memory_space> device("weights", weights.size());
   const auto upload = [&] {
     Kokkos::deep_copy(device,
                       Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(weights.data(), weights.size()));
@@ -71,4 +76,43 @@ TEST_CASE("the fp64 GPT's gradient of every tensor matches finite differences", 
   upload();
   INFO("whole model");
   CHECK(kamp::test::gradient_error(f, weights, g, all) < 1e-6);
+}
+
+TEMPLATE_TEST_CASE("the fp32 GPT's loss and gradients agree with the fp64 model on every execution space", "[model]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  const kamp::gpt_config config = kamp::test::gpt_shape(8, 2, 2, 16, 32);
+  kamp::precision_policy policy;
+  policy.mode = kamp::precision_mode::fp32;
+  const int batch = 2;
+  kamp::gpt<double, TestType> reference(config, policy, batch, TestType());
+  kamp::gpt<float, TestType> model(config, policy, batch, TestType());
+  const auto weights = random_weights(reference.parameters(), 11);
+  const std::vector<float> narrow(weights.begin(), weights.end());
+  const std::vector<double> exact(narrow.begin(), narrow.end());  // the same values in both
+  using memory = typename TestType::memory_space;
+  Kokkos::View<double*, memory> wide("wide", exact.size());
+  Kokkos::View<float*, memory> single("single", narrow.size());
+  Kokkos::deep_copy(wide, Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(exact.data(), exact.size()));
+  Kokkos::deep_copy(single,
+                    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(narrow.data(), narrow.size()));
+  reference.bind_weights({kamp::dtype::fp64, wide.data()}, {kamp::dtype::fp64, wide.data()});
+  model.bind_weights({kamp::dtype::fp32, single.data()}, {kamp::dtype::fp32, single.data()});
+  std::mt19937 rng(5);
+  std::vector<int> tokens(batch * config.context), targets(tokens.size());
+  for (auto& t : tokens) t = int(rng() % 256);
+  for (auto& t : targets) t = int(rng() % 256);
+  Kokkos::deep_copy(reference.grads(), 0.0);
+  Kokkos::deep_copy(model.grads(), 0.0f);
+  const double want = reference.forward_backward(tokens.data(), targets.data(), 1.0);
+  const double got = model.forward_backward(tokens.data(), targets.data(), 1.0);
+  CHECK(got == Approx(want).epsilon(1e-5));
+  const auto g64 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), reference.grads());
+  const auto g32 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model.grads());
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < g64.extent(0); ++i) {
+    worst = std::max(worst, std::abs(double(g32(i)) - g64(i)));
+    scale = std::max(scale, std::abs(g64(i)));
+  }
+  INFO("largest gradient " << scale << ", largest difference " << worst);
+  CHECK(worst < 1e-4 * scale);
 }

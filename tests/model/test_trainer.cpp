@@ -5,6 +5,7 @@
 
 #include "../support/gpt_shapes.hpp"
 
+#include <cmath>
 #include <cstring>
 
 namespace {
@@ -166,4 +167,21 @@ TEST_CASE("bad configurations are rejected before anything is allocated", "[mode
   CHECK_THROWS_WITH(kamp::token_dataset("short text", 0.1, 32, "inline"), kamp::test::contains("each part needs at least"));
   CHECK_THROWS_WITH(kamp::token_dataset::from_file("/nonexistent/corpus.txt", 0.1, 32),
                     kamp::test::contains("cannot open '/nonexistent/corpus.txt'"));
+}
+
+TEST_CASE("the device-side schedule gives each step warm-up then cosine decay", "[model][schedule]") {
+  auto o = tiny_run(9);
+  o.warmup = 3;
+  o.min_lr_ratio = 0.25f;
+  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_bf16), o, corpus());
+  // The reference in fp64: (s + 1)/warmup · peak, then floor + (peak − floor)(1 + cos(π p))/2.
+  const double peak = o.lr, floor = peak * o.min_lr_ratio;
+  for (int s = 0; s < o.steps; ++s) {
+    const double want = s < o.warmup ? peak * (s + 1) / o.warmup
+                                     : floor + 0.5 * (peak - floor) *
+                                                   (1.0 + std::cos(M_PI * double(s - o.warmup) / (o.steps - o.warmup)));
+    const auto r = t.step();
+    INFO("step " << s);
+    CHECK(r.lr == Approx(want).epsilon(1e-6));
+  }
 }
