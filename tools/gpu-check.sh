@@ -5,7 +5,8 @@
 #                                  tests and benchmarks use (Catch2, CLI11, nlohmann-json) and Debian's
 #                                  serial HDF5 (headers, libhdf5 and its szip/aec libraries)
 #   tools/gpu-check.sh             (on the GPU machine) build Kokkos for CUDA (+OpenMP), build kamp,
-#                                  run the whole test suite, the main job and kamp-bench on the GPU
+#                                  run the whole test suite, the main job and kamp-bench on the GPU, and
+#                                  print what one training step launches, fences and copies
 # The GPU machine needs nvcc (CUDA_HOME, default /usr/local/cuda), CMake >= 3.19, ninja and a C++17 host compiler.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,5 +54,9 @@ echo "== tests done after $(( $(date +%s) - t0 )) s"
 "$build/apps/kamp-train" --summary "${OUT:-$carry}/kamp-train-cuda.json" --checkpoint-dir "$build/checkpoints" \
   --overwrite-checkpoints
 "$build/apps/kamp-inspect" "$build/checkpoints/step-00000200.h5" | head -n 4
-"$build/apps/kamp-bench" --json "${OUT:-$carry}/kamp-bench-cuda.json"
+# Per-step launches, fences (host waits) and copies, tokens/s, the AMP kernels against a STREAM
+# triad and kamp's GEMM paths against cuBLAS' fp32 GEMM, all measured in this run.
+"$build/apps/kamp-bench" --json "${OUT:-$carry}/kamp-bench-cuda.json" | tee "$build/bench.log"
+echo "== per training step on the GPU:"
+grep -E "one step|train step" "$build/bench.log" || true
 echo "== gpu-check done after $(( $(date +%s) - t0 )) s"

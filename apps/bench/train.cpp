@@ -3,6 +3,7 @@
 #include "step_profile.hpp"
 
 #include <kamp/model/trainer.hpp>
+#include <kamp/tools/launch_counter.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -50,6 +51,18 @@ void training_steps(report& out, int steps, bool profile) {
     policy.mode = mode;
     trainer t(config, policy, options, data);
     for (int i = 0; i < 3; ++i) t.step();
+    // What one steady-state step asks of the device; its report is read outside the count.
+    const launch_tally step = count_launches([&] { t.advance(); });
+    t.reports();
+    const std::string suffix = std::string("_") + name(mode);
+    out.value("train_step_launches" + suffix, step.launches);
+    out.value("train_step_fences" + suffix, step.fences);
+    out.value("train_step_host_vendor_fences" + suffix, step.host_vendor_fences);
+    out.value("train_step_copies" + suffix, step.copies);
+    out.value("train_step_gemms" + suffix, double(step.gemms.size()));
+    std::printf("  %-44s %5d launches, %d fences (+%d in host vendor GEMMs), %d copies, %zu GEMMs\n",
+                ("one step " + std::string(name(mode))).c_str(), step.launches, step.fences, step.host_vendor_fences,
+                step.copies, step.gemms.size());
     std::vector<double> rates;
     for (int i = 0; i < steps; ++i) {
       const auto r = t.step();

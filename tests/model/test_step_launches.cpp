@@ -4,94 +4,18 @@
 // do not grow with the number of heads.
 #include <kamp/kernels/gemm.hpp>
 #include <kamp/model/trainer.hpp>
+#include <kamp/tools/launch_counter.hpp>
 
 #include "../support/catch.hpp"
 
 #include "../support/gpt_shapes.hpp"
 
-#include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
 namespace {
 
-struct tally {
-  int launches = 0;
-  int fences = 0;               ///< host waits (Kokkos >= 3.5 reports them; 3.4 reports none)
-  int copies = 0;               ///< deep copies between views (fills excluded)
-  std::vector<std::string> fence_names, copy_names;
-  std::vector<std::string> gemms;  ///< kamp::gemm[...] regions, in order
-  std::vector<std::string> regions;
-};
-
-tally& counts() {
-  static tally t;
-  return t;
-}
-
-// Host vendor libraries (oneDNN, a BLAS) run on their own threads, so a host GEMM fences the
-// host space around them; those paths exist only on host spaces, where a fence is not a device
-// drain. Every other fence is a wait the step would pay on a GPU.
-bool in_host_vendor_gemm() {
-  for (const auto& r : counts().regions)
-    if (r.rfind("kamp::gemm[dnnl,", 0) == 0 || r.rfind("kamp::gemm[widened,", 0) == 0 ||
-        r.rfind("kamp::gemm[kokkosblas,", 0) == 0)
-      return true;
-  return false;
-}
-
-void on_launch(const char*, std::uint32_t, std::uint64_t*) { ++counts().launches; }
-void on_end(std::uint64_t) {}
-void on_fence(const char* name, std::uint32_t, std::uint64_t*) {
-  if (in_host_vendor_gemm()) return;
-  ++counts().fences;
-  counts().fence_names.emplace_back(name);
-}
-void on_copy(Kokkos::Tools::SpaceHandle, const char* dst, const void*, Kokkos::Tools::SpaceHandle, const char* src,
-             const void*, std::uint64_t) {
-  // deep_copy(view, scalar) reports the scalar as its source: "Scalar" (Kokkos 4, 5) or
-  // "(none)" (3.4). Those fills never cross to the host.
-  if (std::strcmp(src, "Scalar") == 0 || std::strcmp(src, "(none)") == 0) return;
-  ++counts().copies;
-  counts().copy_names.push_back(std::string(dst) + " <- " + src);
-}
-void on_push(const char* name) {
-  counts().regions.emplace_back(name);
-  if (std::strncmp(name, "kamp::gemm[", 11) == 0) counts().gemms.emplace_back(name);
-}
-void on_pop() { counts().regions.pop_back(); }
-
-/// Counts what `work` launches, fences and copies.
-template <class F>
-tally count(F&& work) {
-  namespace tools = Kokkos::Tools::Experimental;
-  counts() = tally();
-  tools::set_begin_parallel_for_callback(on_launch);
-  tools::set_end_parallel_for_callback(on_end);
-  tools::set_begin_parallel_reduce_callback(on_launch);
-  tools::set_end_parallel_reduce_callback(on_end);
-  tools::set_begin_parallel_scan_callback(on_launch);
-  tools::set_end_parallel_scan_callback(on_end);
-  tools::set_begin_fence_callback(on_fence);
-  tools::set_end_fence_callback(on_end);
-  tools::set_begin_deep_copy_callback(on_copy);
-  tools::set_push_region_callback(on_push);
-  tools::set_pop_region_callback(on_pop);
-  work();
-  tools::set_begin_parallel_for_callback(nullptr);
-  tools::set_end_parallel_for_callback(nullptr);
-  tools::set_begin_parallel_reduce_callback(nullptr);
-  tools::set_end_parallel_reduce_callback(nullptr);
-  tools::set_begin_parallel_scan_callback(nullptr);
-  tools::set_end_parallel_scan_callback(nullptr);
-  tools::set_begin_fence_callback(nullptr);
-  tools::set_end_fence_callback(nullptr);
-  tools::set_begin_deep_copy_callback(nullptr);
-  tools::set_push_region_callback(nullptr);
-  tools::set_pop_region_callback(nullptr);
-  return counts();
-}
+using tally = kamp::launch_tally;
 
 const kamp::token_dataset& corpus() {
   static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, 16, "test corpus");
@@ -110,7 +34,7 @@ tally steady_step(kamp::precision_mode mode, int layers, int heads) {
   t.advance();
   t.advance();
   t.reports();
-  return count([&] { t.advance(); });
+  return kamp::count_launches([&] { t.advance(); });
 }
 
 std::string listed(const std::vector<std::string>& names) {
@@ -154,7 +78,7 @@ TEST_CASE("reading the reports is where a run waits, once for many steps", "[mod
   t.advance();
   t.reports();
   std::vector<kamp::step_report> read;
-  const tally reading = count([&] {
+  const tally reading = kamp::count_launches([&] {
     for (int i = 0; i < 3; ++i) t.advance();
     read = t.reports();
   });

@@ -1,0 +1,112 @@
+#ifndef KAMP_TOOLS_LAUNCH_COUNTER_HPP
+#define KAMP_TOOLS_LAUNCH_COUNTER_HPP
+
+// Counts what a piece of work asks of the device, through Kokkos Tools callbacks: kernel
+// launches, fences (host waits) and deep copies. The same counters run on every backend, so a
+// CPU build shows the structure a GPU run pays for. Not thread-safe; it takes over the launch,
+// fence, deep-copy and region callbacks while it counts (the allocation ones stay free).
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace kamp {
+
+/// \brief What `count_launches` saw.
+struct launch_tally {
+  int launches = 0;  ///< parallel_for, parallel_reduce and parallel_scan calls
+  /// Fences outside host vendor GEMMs (see below); Kokkos reports them from 3.5 on, 3.4 none.
+  int fences = 0;
+  int host_vendor_fences = 0;  ///< fences inside kamp::gemm[dnnl|widened|kokkosblas,...]
+  int copies = 0;              ///< deep copies between views (fills of a scalar excluded)
+  std::vector<std::string> fence_names, copy_names;
+  std::vector<std::string> gemms;  ///< kamp::gemm[...] regions entered, in order
+};
+
+namespace detail {
+
+struct launch_counting {
+  launch_tally tally;
+  std::vector<std::string> regions;  ///< open regions, outermost first
+
+  static launch_counting& instance() {
+    static launch_counting c;
+    return c;
+  }
+  // Host vendor libraries (oneDNN, a BLAS) run on their own threads, so a host GEMM fences the
+  // host space around them. Those paths exist only on host spaces, where a fence is no device
+  // drain; they are counted apart.
+  bool in_host_vendor_gemm() const {
+    for (const auto& r : regions)
+      if (r.rfind("kamp::gemm[dnnl,", 0) == 0 || r.rfind("kamp::gemm[widened,", 0) == 0 ||
+          r.rfind("kamp::gemm[kokkosblas,", 0) == 0)
+        return true;
+    return false;
+  }
+  static void launch(const char*, std::uint32_t, std::uint64_t*) { ++instance().tally.launches; }
+  static void end(std::uint64_t) {}
+  static void fence(const char* name, std::uint32_t, std::uint64_t*) {
+    launch_counting& c = instance();
+    if (c.in_host_vendor_gemm()) {
+      ++c.tally.host_vendor_fences;
+      return;
+    }
+    ++c.tally.fences;
+    c.tally.fence_names.emplace_back(name);
+  }
+  static void copy(Kokkos::Tools::SpaceHandle, const char* dst, const void*, Kokkos::Tools::SpaceHandle,
+                   const char* src, const void*, std::uint64_t) {
+    // deep_copy(view, scalar) reports the scalar as its source: "Scalar" (Kokkos 4, 5) or
+    // "(none)" (3.4). Fills never cross to the host.
+    if (std::strcmp(src, "Scalar") == 0 || std::strcmp(src, "(none)") == 0) return;
+    ++instance().tally.copies;
+    instance().tally.copy_names.push_back(std::string(dst) + " <- " + src);
+  }
+  static void push(const char* name) {
+    launch_counting& c = instance();
+    c.regions.emplace_back(name);
+    if (std::strncmp(name, "kamp::gemm[", 11) == 0) c.tally.gemms.emplace_back(name);
+  }
+  static void pop() {
+    if (!instance().regions.empty()) instance().regions.pop_back();
+  }
+
+  static void install(bool on) {
+    namespace tools = Kokkos::Tools::Experimental;
+    tools::set_begin_parallel_for_callback(on ? launch : nullptr);
+    tools::set_end_parallel_for_callback(on ? end : nullptr);
+    tools::set_begin_parallel_reduce_callback(on ? launch : nullptr);
+    tools::set_end_parallel_reduce_callback(on ? end : nullptr);
+    tools::set_begin_parallel_scan_callback(on ? launch : nullptr);
+    tools::set_end_parallel_scan_callback(on ? end : nullptr);
+    tools::set_begin_fence_callback(on ? fence : nullptr);
+    tools::set_end_fence_callback(on ? end : nullptr);
+    tools::set_begin_deep_copy_callback(on ? copy : nullptr);
+    tools::set_push_region_callback(on ? push : nullptr);
+    tools::set_pop_region_callback(on ? pop : nullptr);
+  }
+};
+
+}  // namespace detail
+
+/// \brief Runs `work` and returns what it launched, fenced and copied.
+template <class F>
+launch_tally count_launches(F&& work) {
+  detail::launch_counting& c = detail::launch_counting::instance();
+  c = detail::launch_counting();
+  detail::launch_counting::install(true);
+  try {
+    work();
+  } catch (...) {
+    detail::launch_counting::install(false);
+    throw;
+  }
+  detail::launch_counting::install(false);
+  return c.tally;
+}
+
+}  // namespace kamp
+
+#endif
