@@ -5,6 +5,7 @@
 // contiguous: these kernels move activations between the Linear layers' row layout (B·T, k·C)
 // and the heads layout (k, B, H, T, C/H), as llm.c's permute/unpermute kernels do.
 #include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/rows.hpp>
 
 namespace kamp {
 
@@ -15,18 +16,18 @@ template <bool ToHeads, class ExecutionSpace, class T>
 void move_heads_kernel(const ExecutionSpace& space, const T* from, T* to, std::int64_t parts, std::int64_t batch,
                        std::int64_t t, std::int64_t h, std::int64_t d) {
   const std::int64_t c = h * d, n = batch * t;
-  // One work item per (part, row, head): a contiguous run of d elements on both sides.
-  Kokkos::parallel_for(
-      ToHeads ? "kamp::split_heads" : "kamp::merge_heads", row_policy(space, parts * n * h),
-      KOKKOS_LAMBDA(std::int64_t w) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  // One row of work per (part, row, head): a contiguous run of d elements on both sides.
+  for_each_row(
+      ToHeads ? "kamp::split_heads" : "kamp::merge_heads", space, parts * n * h,
+      KOKKOS_LAMBDA(const member& m, std::int64_t w) {
         const std::int64_t head = w % h, row = (w / h) % n, part = w / (h * n);
         const std::int64_t b = row / t, pos = row % t;
         const std::int64_t r = row * parts * c + part * c + head * d;
         const std::int64_t x = (((part * batch + b) * h + head) * t + pos) * d;
         const T* KAMP_RESTRICT src = from + (ToHeads ? r : x);
         T* KAMP_RESTRICT dst = to + (ToHeads ? x : r);
-        KAMP_SIMD()
-        for (std::int64_t i = 0; i < d; ++i) dst[i] = src[i];
+        row_for(m, d, [&](std::int64_t i) { dst[i] = src[i]; });
       });
 }
 

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_NN_CAUSAL_SOFTMAX_HPP
 
 #include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/rows.hpp>
 
 namespace kamp {
 
@@ -9,42 +10,38 @@ namespace detail {
 
 template <class ExecutionSpace, class S, class P>
 void causal_softmax_forward_kernel(const ExecutionSpace& space, S* ss, P* ps, std::int64_t rows, std::int64_t t) {
-  Kokkos::parallel_for(
-      "kamp::causal_softmax_forward", row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::causal_softmax_forward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
         S* KAMP_RESTRICT s = ss + r * t;
         P* KAMP_RESTRICT p = ps + r * t;
         const std::int64_t visible = r % t + 1;
-        S m = s[0];
-        for (std::int64_t j = 1; j < visible; ++j) m = s[j] > m ? s[j] : m;
-        S sum = 0;
-        for (std::int64_t j = 0; j < visible; ++j) {
-          s[j] = exp_of(s[j] - m);
-          sum += s[j];
-        }
+        const S top = row_max<S>(m, visible, [&](std::int64_t j) { return s[j]; });
+        const S sum = row_sum<S>(m, visible, [&](std::int64_t j) {
+          s[j] = exp_of(s[j] - top);
+          return s[j];
+        });
         const S inv = S(1) / sum;
-        KAMP_SIMD()
-        for (std::int64_t j = 0; j < t; ++j) {
+        row_for(m, t, [&](std::int64_t j) {
           const S v = j < visible ? s[j] * inv : S(0);
           s[j] = v;
           store_nearest(p + j, v);
-        }
+        });
       });
 }
 
 template <class ExecutionSpace, class S, class D>
 void causal_softmax_backward_kernel(const ExecutionSpace& space, const S* ps, const S* dps, D* ds, std::int64_t rows,
                                     std::int64_t t) {
-  Kokkos::parallel_for(
-      "kamp::causal_softmax_backward", row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::causal_softmax_backward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
         const S* KAMP_RESTRICT p = ps + r * t;
         const S* KAMP_RESTRICT dp = dps + r * t;
         D* KAMP_RESTRICT d = ds + r * t;
         const std::int64_t visible = r % t + 1;
-        S dot = 0;
-        KAMP_SIMD(reduction(+ : dot))
-        for (std::int64_t j = 0; j < visible; ++j) dot += p[j] * dp[j];
-        KAMP_SIMD()
-        for (std::int64_t j = 0; j < t; ++j) store_nearest(d + j, j < visible ? p[j] * (dp[j] - dot) : S(0));
+        const S dot = row_sum<S>(m, visible, [&](std::int64_t j) { return p[j] * dp[j]; });
+        row_for(m, t, [&](std::int64_t j) { store_nearest(d + j, j < visible ? p[j] * (dp[j] - dot) : S(0)); });
       });
 }
 

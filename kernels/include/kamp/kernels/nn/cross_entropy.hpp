@@ -3,6 +3,7 @@
 
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/rows.hpp>
 
 namespace kamp {
 
@@ -13,22 +14,21 @@ void cross_entropy_kernel(const ExecutionSpace& space, const L* ls, std::int64_t
                           std::int64_t n, std::int64_t v, L factor,
                           const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler) {
   const bool backward = ds != nullptr;
-  Kokkos::parallel_for(
-      "kamp::cross_entropy", row_policy(space, n), KOKKOS_LAMBDA(std::int64_t r) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::cross_entropy", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
         const L* KAMP_RESTRICT z = ls + r * ld;
         const int target = ts[r];
-        L m = z[0];
-        for (std::int64_t j = 1; j < v; ++j) m = z[j] > m ? z[j] : m;
-        L sum = 0;
-        KAMP_SIMD(reduction(+ : sum))
-        for (std::int64_t j = 0; j < v; ++j) sum += exp_of(z[j] - m);
-        out[r] = log_of(sum) + m - z[target];
+        const L top = row_max<L>(m, v, [&](std::int64_t j) { return z[j]; });
+        const L sum = row_sum<L>(m, v, [&](std::int64_t j) { return exp_of(z[j] - top); });
+        row_once(m, [&] { out[r] = log_of(sum) + top - z[target]; });
         if (!backward) return;
         const L scale = scaler.data() != nullptr ? L(scaler().scale) * factor : factor;
         const L inv = L(1) / sum;
         D* KAMP_RESTRICT d = ds + r * v;
-        KAMP_SIMD()
-        for (std::int64_t j = 0; j < v; ++j) store_nearest(d + j, (exp_of(z[j] - m) * inv - (j == target ? L(1) : L(0))) * scale);
+        row_for(m, v, [&](std::int64_t j) {
+          store_nearest(d + j, (exp_of(z[j] - top) * inv - (j == target ? L(1) : L(0))) * scale);
+        });
       });
 }
 

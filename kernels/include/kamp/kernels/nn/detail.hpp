@@ -14,9 +14,8 @@
 
 namespace kamp::detail {
 
-/// Rows of an (N, C) activation are the unit of work of the row-wise nn kernels: one work item
-/// walks a row with plain loops, which vectorize on CPUs. On GPUs this is one thread per row;
-/// the transformer has thousands of rows per step.
+/// Work items of the column reductions (bias and LayerNorm parameter gradients): blocks of
+/// columns, each summing all rows in order. The row-wise kernels use rows.hpp instead.
 template <class ExecutionSpace>
 auto row_policy(const ExecutionSpace& space, std::size_t rows) {
   return Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space, 0, std::int64_t(rows));

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_NN_EMBEDDING_HPP
 
 #include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/rows.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -14,13 +15,13 @@ template <class ExecutionSpace, class P, class O>
 void embedding_forward_kernel(const ExecutionSpace& space, const int* tok, const P* te, const P* pe, O* o,
                               std::int64_t rows, std::int64_t t, std::int64_t c) {
   using acc = common_accum_t<P, O>;
-  Kokkos::parallel_for(
-      "kamp::embedding_forward", row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::embedding_forward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
         const P* KAMP_RESTRICT e = te + std::int64_t(tok[r]) * c;
         const P* KAMP_RESTRICT p = pe + (r % t) * c;
         O* KAMP_RESTRICT dst = o + r * c;
-        KAMP_SIMD()
-        for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(e + i) + load_as<acc>(p + i));
+        row_for(m, c, [&](std::int64_t i) { store_nearest(dst + i, load_as<acc>(e + i) + load_as<acc>(p + i)); });
       });
 }
 
@@ -28,22 +29,22 @@ template <class ExecutionSpace, class D, class G>
 void embedding_backward_kernel(const ExecutionSpace& space, const int* offsets, const int* rows, const D* d, G* te,
                                G* pe, std::int64_t vocab, std::int64_t n, std::int64_t t, std::int64_t c) {
   using acc = common_accum_t<D, G>;
-  Kokkos::parallel_for(
-      "kamp::embedding_backward::tokens", row_policy(space, vocab), KOKKOS_LAMBDA(std::int64_t v) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  // One row of the embedding per row of work: its gradient rows are added in ascending order.
+  for_each_row(
+      "kamp::embedding_backward::tokens", space, vocab, KOKKOS_LAMBDA(const member& m, std::int64_t v) {
         G* KAMP_RESTRICT dst = te + v * c;
         for (int k = offsets[v]; k < offsets[v + 1]; ++k) {
           const D* KAMP_RESTRICT src = d + std::int64_t(rows[k]) * c;
-          KAMP_SIMD()
-          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
+          row_for(m, c, [&](std::int64_t i) { store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i)); });
         }
       });
-  Kokkos::parallel_for(
-      "kamp::embedding_backward::positions", row_policy(space, t), KOKKOS_LAMBDA(std::int64_t p) {
+  for_each_row(
+      "kamp::embedding_backward::positions", space, t, KOKKOS_LAMBDA(const member& m, std::int64_t p) {
         G* KAMP_RESTRICT dst = pe + p * c;
         for (std::int64_t r = p; r < n; r += t) {
           const D* KAMP_RESTRICT src = d + r * c;
-          KAMP_SIMD()
-          for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i));
+          row_for(m, c, [&](std::int64_t i) { store_nearest(dst + i, load_as<acc>(dst + i) + load_as<acc>(src + i)); });
         }
       });
 }

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_NN_LAYERNORM_HPP
 
 #include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/rows.hpp>
 
 namespace kamp {
 
@@ -11,27 +12,25 @@ template <class ExecutionSpace, class X, class P, class Y, class S>
 void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const P* g, const P* b,
                               Y* ys, std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
   using acc = S;
-  Kokkos::parallel_for(
-      "kamp::layernorm_forward", row_policy(space, n), KOKKOS_LAMBDA(std::int64_t row) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::layernorm_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
         const X* KAMP_RESTRICT xr = xs + row * ldx;
-        acc sum = 0;
-        KAMP_SIMD(reduction(+ : sum))
-        for (std::int64_t i = 0; i < c; ++i) sum += load_as<acc>(xr + i);
-        const acc mu = sum / acc(c);
+        const acc mu = row_sum<acc>(m, c, [&](std::int64_t i) { return load_as<acc>(xr + i); }) / acc(c);
         // Two passes over a row in cache: the centred variance does not cancel catastrophically.
-        acc sq = 0;
-        KAMP_SIMD(reduction(+ : sq))
-        for (std::int64_t i = 0; i < c; ++i) {
+        const acc sq = row_sum<acc>(m, c, [&](std::int64_t i) {
           const acc d = load_as<acc>(xr + i) - mu;
-          sq += d * d;
-        }
+          return d * d;
+        });
         const acc r = acc(1) / sqrt_of(sq / acc(c) + epsilon);
         Y* KAMP_RESTRICT yr = ys + row * ldy;
-        KAMP_SIMD()
-        for (std::int64_t i = 0; i < c; ++i)
+        row_for(m, c, [&](std::int64_t i) {
           store_nearest(yr + i, (load_as<acc>(xr + i) - mu) * r * load_as<acc>(g + i) + load_as<acc>(b + i));
-        ms[row] = mu;
-        rs[row] = r;
+        });
+        row_once(m, [&] {
+          ms[row] = mu;
+          rs[row] = r;
+        });
       });
 }
 
@@ -40,27 +39,22 @@ void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::
                                std::int64_t ld, const P* g, const S* ms, const S* rs, DX* dxs, std::int64_t ldx,
                                G* dg, G* db, std::int64_t n, std::int64_t c) {
   using acc = S;
-  Kokkos::parallel_for(
-      "kamp::layernorm_backward", row_policy(space, n), KOKKOS_LAMBDA(std::int64_t row) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::layernorm_backward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
         const X* KAMP_RESTRICT xr = xs + row * ld;
         const DY* KAMP_RESTRICT dyr = dys + row * ldd;
         const acc mu = ms[row], r = rs[row];
         // dx = r (dŷ - mean(dŷ) - x̂ mean(dŷ x̂)) with dŷ = dy gamma.
-        acc sum_d = 0, sum_dx = 0;
-        KAMP_SIMD(reduction(+ : sum_d, sum_dx))
-        for (std::int64_t i = 0; i < c; ++i) {
-          const acc d = load_as<acc>(dyr + i) * load_as<acc>(g + i);
-          sum_d += d;
-          sum_dx += d * (load_as<acc>(xr + i) - mu) * r;
-        }
-        const acc mean_d = sum_d / acc(c), mean_dx = sum_dx / acc(c);
+        const auto d = [&](std::int64_t i) { return load_as<acc>(dyr + i) * load_as<acc>(g + i); };
+        const acc mean_d = row_sum<acc>(m, c, d) / acc(c);
+        const acc mean_dx = row_sum<acc>(m, c, [&](std::int64_t i) { return d(i) * (load_as<acc>(xr + i) - mu) * r; }) /
+                            acc(c);
         DX* KAMP_RESTRICT out = dxs + row * ldx;
-        KAMP_SIMD()
-        for (std::int64_t i = 0; i < c; ++i) {
-          const acc d = load_as<acc>(dyr + i) * load_as<acc>(g + i);
+        row_for(m, c, [&](std::int64_t i) {
           const acc xhat = (load_as<acc>(xr + i) - mu) * r;
-          store_nearest(out + i, load_as<acc>(out + i) + r * (d - mean_d - xhat * mean_dx));
-        }
+          store_nearest(out + i, load_as<acc>(out + i) + r * (d(i) - mean_d - xhat * mean_dx));
+        });
       });
 
   constexpr int block = column_block<ExecutionSpace>::value;

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_NN_RESIDUAL_HPP
 
 #include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/rows.hpp>
 
 namespace kamp {
 
@@ -11,12 +12,12 @@ template <class ExecutionSpace, class X, class B, class O>
 void residual_kernel(const ExecutionSpace& space, const X* x, const B* bias, O* out, std::int64_t rows,
                      std::int64_t c) {
   using acc = common_accum_t<X, B, O>;
-  Kokkos::parallel_for(
-      "kamp::residual_with_bias", row_policy(space, rows), KOKKOS_LAMBDA(std::int64_t r) {
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::residual_with_bias", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
         const X* KAMP_RESTRICT src = x + r * c;
         O* KAMP_RESTRICT dst = out + r * c;
-        KAMP_SIMD()
-        for (std::int64_t i = 0; i < c; ++i) store_nearest(dst + i, load_as<acc>(src + i) + load_as<acc>(bias + i));
+        row_for(m, c, [&](std::int64_t i) { store_nearest(dst + i, load_as<acc>(src + i) + load_as<acc>(bias + i)); });
       });
 }
 
