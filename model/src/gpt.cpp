@@ -195,10 +195,18 @@ struct gpt<Real, ES>::weights {
 
 namespace {
 
-// A Linear layer whose weight is (out, in): C = A W^T (+ bias).
+// A Linear layer whose weight is (out, in): C = A W^T + bias.
 template <class ES, class A, class W, class C, class B>
-void linear(const ES& space, const A& a, const W& w, float beta, const C& c, const B& bias) {
-  gemm(space, op::none, op::transpose, 1.0f, a, w, beta, c, bias);
+void linear(const ES& space, const A& a, const W& w, const C& c, const B& bias) {
+  gemm(space, op::none, op::transpose, 1.0f, a, w, 0.0f, c, bias);
+}
+
+// A Linear whose output joins the residual stream: out = x + A W^T + bias, the bias added with
+// the skip connection so that the GEMM has none.
+template <class ES, class A, class W, class B, class X, class O>
+void residual_linear(const ES& space, const A& a, const W& w, const B& bias, const X& x, const O& out) {
+  residual_with_bias(space, x, bias, out);
+  gemm(space, op::none, op::transpose, 1.0f, a, w, 1.0f, out);
 }
 
 // Its backward pass: dA = dY W, dW += dY^T A, db += Σ rows of `bias_source` (dY itself, or for
@@ -209,6 +217,15 @@ void linear_backward(const ES& space, const DY& dy, const W& w, const A& a, cons
   gemm(space, op::none, op::none, 1.0f, dy, w, 0.0f, da);
   gemm(space, op::transpose, op::none, 1.0f, dy, a, 1.0f, dw);
   column_sums(space, bias_source, db);
+}
+
+// The loss sum in fp64 into a device scalar (a fixed reduction for a given thread count). A free
+// function: nvcc places no device lambda in a private member function.
+template <class ES, class Losses>
+void sum_losses(const ES& space, const Losses& losses, const Kokkos::View<double, typename ES::memory_space>& sum) {
+  Kokkos::parallel_reduce(
+      "kamp::gpt::loss_sum", Kokkos::RangePolicy<ES>(space, 0, losses.extent(0)),
+      KOKKOS_LAMBDA(std::size_t i, double& s) { s += static_cast<double>(losses(i)); }, sum);
 }
 
 // The residual stream's gradient in a layer's compute type, the form its backward GEMMs read.
@@ -293,10 +310,7 @@ void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, boo
     forward<P>(with_grad, grad_scale, scaler);
     if (with_grad) backward<P>();
   });
-  const auto losses = views<memory_space>::template as_vector<const Real>((*buf_)(activation::losses), n);
-  Kokkos::parallel_reduce(
-      "kamp::gpt::loss_sum", Kokkos::RangePolicy<ES>(space_, 0, n),
-      KOKKOS_LAMBDA(std::size_t i, double& s) { s += static_cast<double>(losses(i)); }, loss);
+  sum_losses(space_, views<memory_space>::template as_vector<const Real>((*buf_)(activation::losses), n), loss);
 }
 
 template <class Real, class ES>
@@ -336,7 +350,7 @@ void gpt<Real, ES>::attention_forward(int l) {
                     v::template as_vector<Real>(b(activation::ln_rstd, 2 * l), n));
   note(l, "ln1", false, ln.data(), n * c);
   const auto qkv = v::template as_matrix<T>(b(activation::qkv_rows), n, 3 * c);
-  linear(space_, ln, w.template gemm<P, T>(prm.qkv.weight), 0.0f, qkv, w.template bias<P>(prm.qkv.bias));
+  linear(space_, ln, w.template gemm<P, T>(prm.qkv.weight), qkv, w.template bias<P>(prm.qkv.bias));
   note(l, "attn.qkv", false, qkv.data(), 3 * n * c);
 
   // q, k and v as 3 blocks of (batch x heads) contiguous (T, D) matrices: one GEMM each.
@@ -360,9 +374,8 @@ void gpt<Real, ES>::attention_forward(int l) {
   note(l, "attn.values", false, atty.data(), n * c);
 
   const auto out = v::template as_matrix<Real>(b(activation::residual, 2 * l + 1), n, c);
-  residual_with_bias(space_, x, w.template bias<P>(prm.attn_proj.bias), out);
-  linear(space_, atty, w.template gemm<P, T>(prm.attn_proj.weight), 1.0f, out,
-         Kokkos::View<const Real*, memory_space>());
+  residual_linear(space_, atty, w.template gemm<P, T>(prm.attn_proj.weight), w.template bias<P>(prm.attn_proj.bias),
+                  x, out);
   note(l, "attn.proj", false, out.data(), n * c);
 }
 
@@ -381,16 +394,15 @@ void gpt<Real, ES>::mlp_forward(int l) {
                     v::template as_vector<Real>(b(activation::ln_rstd, 2 * l + 1), n));
   note(l, "ln2", false, ln.data(), n * c);
   const auto fc_pre = v::template as_matrix<Real>(b(activation::fc_pre, l), n, m);
-  linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), 0.0f, fc_pre, w.template bias<P>(prm.fc.bias));
+  linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), fc_pre, w.template bias<P>(prm.fc.bias));
   note(l, "mlp.fc", false, fc_pre.data(), n * m);
   const auto fc_act = v::template as_matrix<T>(b(activation::fc_act, l), n, m);
   gelu_forward(space_, v::template as_vector<const Real>(b(activation::fc_pre, l), n * m),
                v::template as_vector<T>(b(activation::fc_act, l), n * m));
   note(l, "mlp.gelu", false, fc_act.data(), n * m);
   const auto out = v::template as_matrix<Real>(b(activation::residual, 2 * l + 2), n, c);
-  residual_with_bias(space_, x, w.template bias<P>(prm.mlp_proj.bias), out);
-  linear(space_, fc_act, w.template gemm<P, T>(prm.mlp_proj.weight), 1.0f, out,
-         Kokkos::View<const Real*, memory_space>());
+  residual_linear(space_, fc_act, w.template gemm<P, T>(prm.mlp_proj.weight), w.template bias<P>(prm.mlp_proj.bias),
+                  x, out);
   note(l, "mlp.proj", false, out.data(), n * c);
 }
 
@@ -409,7 +421,7 @@ void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler
                     v::template as_vector<Real>(b(activation::ln_rstd, last), n));
   note(-1, "lnf", false, ln.data(), n * c);
   const auto logits = v::template as_matrix<Real>(b(activation::logits), n, vocab);
-  linear(space_, ln, w.template gemm<P, T>(parameters_.wte), 0.0f, logits, Kokkos::View<const Real*, memory_space>());
+  linear(space_, ln, w.template gemm<P, T>(parameters_.wte), logits, Kokkos::View<const Real*, memory_space>());
   note(-1, "lm_head", false, logits.data(), n * vocab);
   const Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged> targets(targets_.data(), n);
   cross_entropy(space_, typename v::template matrix<const Real>(logits), targets,

@@ -95,6 +95,31 @@ void trainer::share_weights() {
 
 trainer::~trainer() = default;
 
+namespace {
+
+// What the report needs, before the optimizer and the scaler move on: one device task. A free
+// function: nvcc places no device lambda in a private member function.
+void record_step(const execution_space& ex, const Kokkos::View<const double*, memory_space>& losses,
+                 const Kokkos::View<const gradient_check, memory_space>& check,
+                 const Kokkos::View<const loss_scale_state, memory_space>& scale,
+                 const Kokkos::View<const std::int64_t, memory_space>& taken, const lr_schedule& schedule,
+                 double positions, const Kokkos::View<detail::step_record, memory_space>& slot) {
+  const int micro = int(losses.extent(0));
+  Kokkos::parallel_for(
+      "kamp::trainer::record", Kokkos::RangePolicy<execution_space>(ex, 0, 1), KOKKOS_LAMBDA(int) {
+        detail::step_record r;
+        r.loss = 0;
+        for (int m = 0; m < micro; ++m) r.loss += losses(m) / positions / micro;
+        r.skipped = check().found_inf != 0;
+        r.grad_norm = static_cast<float>(sqrt(static_cast<double>(check().norm_squared)));
+        r.scale = scale().scale;
+        r.lr = schedule(taken());
+        slot() = r;
+      });
+}
+
+}  // namespace
+
 std::int64_t trainer::steps_taken() const {
   std::int64_t taken = 0;
   Kokkos::deep_copy(taken, optimizer_->step_count());
@@ -135,7 +160,8 @@ void trainer::advance() {
     result.norm_squared = ranks.sum(result.norm_squared);
     Kokkos::deep_copy(check_, result);
   }
-  record(ex);
+  record_step(ex, micro_losses_, check_, scaler_.state(), optimizer_->step_count(), schedule_,
+              double(options_.batch) * config_.context, Kokkos::subview(records_, unread_));
   optimizer_->step(grads, gradient_control<memory_space>{scaler_.state(), check_, false, options_.grad_clip},
                    schedule_);
   scaler_.update(ex, check_);
@@ -146,29 +172,6 @@ void trainer::advance() {
   }
   ++attempts_;
   ++unread_;
-}
-
-void trainer::record(const execution_space& ex) {
-  // What the report needs, before the optimizer and the scaler move on: one device task.
-  const auto losses = micro_losses_;
-  const auto check = check_;
-  const auto scale = scaler_.state();
-  const auto taken = optimizer_->step_count();
-  const auto slot = Kokkos::subview(records_, unread_);
-  const lr_schedule schedule = schedule_;
-  const double positions = double(options_.batch) * config_.context;
-  const int micro = options_.micro_batches;
-  Kokkos::parallel_for(
-      "kamp::trainer::record", Kokkos::RangePolicy<execution_space>(ex, 0, 1), KOKKOS_LAMBDA(int) {
-        detail::step_record r;
-        r.loss = 0;
-        for (int m = 0; m < micro; ++m) r.loss += losses(m) / positions / micro;
-        r.skipped = check().found_inf != 0;
-        r.grad_norm = static_cast<float>(sqrt(static_cast<double>(check().norm_squared)));
-        r.scale = scale().scale;
-        r.lr = schedule(taken());
-        slot() = r;
-      });
 }
 
 std::vector<step_report> trainer::reports() {

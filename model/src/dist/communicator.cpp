@@ -54,10 +54,13 @@ using host_bytes = Kokkos::View<unsigned char*, Kokkos::HostSpace, Kokkos::Memor
 
 // Runs `op` on a host-readable address of `bytes` bytes at `data` (model memory): the buffer
 // itself when MPI can read it, else a host copy (filled first when `in`, copied back when `out`).
+// The host copy is kept between calls (grown, never zero-filled again): a step's collectives
+// reuse it.
 template <class Op>
 void on_host(void* data, std::size_t bytes, bool direct, bool in, bool out, Op&& op) {
   if (host_memory || direct) return op(data);
-  std::vector<unsigned char> staged(bytes);
+  static std::vector<unsigned char> staged;
+  if (staged.size() < bytes) staged.resize(bytes);
   const device_bytes device(static_cast<unsigned char*>(data), bytes);
   const host_bytes host(staged.data(), bytes);
   if (in) Kokkos::deep_copy(host, device);
@@ -163,12 +166,15 @@ void communicator::reduce_scatter_sum(float* buffer, const std::vector<std::size
   Kokkos::View<bf16*, memory_space> narrow("kamp::dist::wire", n);
   cast(ex, narrow, Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(buffer, n));
   ex.fence();
-  MPI_Op op;
-  check(MPI_Op_create(&bf16_sum, 1, &op), "MPI_Op_create");
+  // Created once per process (MPI_Finalize releases it).
+  static const MPI_Op op = [] {
+    MPI_Op created;
+    check(MPI_Op_create(&bf16_sum, 1, &created), "MPI_Op_create");
+    return created;
+  }();
   on_host(narrow.data(), n * sizeof(bf16), false, true, true, [&](void* data) {
     check(MPI_Reduce_scatter(MPI_IN_PLACE, data, c.data(), MPI_UINT16_T, op, comm_), "MPI_Reduce_scatter");
   });
-  MPI_Op_free(&op);
   cast(ex, floats(buffer + first, mine), Kokkos::subview(narrow, std::make_pair(std::size_t(0), mine)));
   ex.fence();
 }

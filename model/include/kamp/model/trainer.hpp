@@ -120,8 +120,6 @@ class trainer {
  private:
   /// Shares the updated shards: the model copy, and the fp32 weights the model reads exactly.
   void share_weights();
-  /// Leaves the step's report in records_ (a device task).
-  void record(const gpt<float>::execution_space& space);
   /// Elements of every rank's shard.
   std::vector<std::size_t> shard_sizes() const;
   /// Throws std::invalid_argument naming what in `s` does not fit this trainer.
