@@ -139,6 +139,8 @@ void trainer::restore(const training_state& s) {
   }
   share_weights();
   attempts_ = s.attempts;
+  unread_ = 0;  // reports of steps before the restore no longer describe this run
+  drained_.clear();
 }
 
 }  // namespace kamp
