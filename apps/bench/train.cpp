@@ -57,11 +57,11 @@ void training_steps(report& out, int steps, bool profile) {
     const std::string suffix = std::string("_") + name(mode);
     out.value("train_step_launches" + suffix, step.launches);
     out.value("train_step_fences" + suffix, step.fences);
-    out.value("train_step_host_vendor_fences" + suffix, step.host_vendor_fences);
+    out.value("train_step_host_fences" + suffix, step.host_fences);
     out.value("train_step_copies" + suffix, step.copies);
     out.value("train_step_gemms" + suffix, double(step.gemms.size()));
-    std::printf("  %-44s %5d launches, %d fences (+%d in host vendor GEMMs), %d copies, %zu GEMMs\n",
-                ("one step " + std::string(name(mode))).c_str(), step.launches, step.fences, step.host_vendor_fences,
+    std::printf("  %-44s %5d launches, %d fences (+%d host-only), %d copies, %zu GEMMs\n",
+                ("one step " + std::string(name(mode))).c_str(), step.launches, step.fences, step.host_fences,
                 step.copies, step.gemms.size());
     std::vector<double> rates;
     for (int i = 0; i < steps; ++i) {

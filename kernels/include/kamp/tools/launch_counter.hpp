@@ -17,9 +17,13 @@ namespace kamp {
 /// \brief What `count_launches` saw.
 struct launch_tally {
   int launches = 0;  ///< parallel_for, parallel_reduce and parallel_scan calls
-  /// Fences outside host vendor GEMMs (see below); Kokkos reports them from 3.5 on, 3.4 none.
+  /// Fences that wait for an execution space (Kokkos reports them from 3.5 on, 3.4 none), other
+  /// than the host-only ones below.
   int fences = 0;
-  int host_vendor_fences = 0;  ///< fences inside kamp::gemm[dnnl|widened|kokkosblas,...]
+  /// Fences of host spaces that a run on a GPU does not have: around host vendor GEMMs
+  /// (kamp::gemm[dnnl|widened|kokkosblas,...], whose libraries run on their own threads) and
+  /// before Kokkos 4's host memset of a zero fill ("HostSpace fence", there for HPX).
+  int host_fences = 0;
   int tool_fences = 0;         ///< fences Kokkos (>= 4) adds around callbacks while a tool listens
   int copies = 0;              ///< deep copies between views (fills of a scalar excluded)
   std::vector<std::string> fence_names, copy_names;
@@ -37,8 +41,7 @@ struct launch_counting {
     return c;
   }
   // Host vendor libraries (oneDNN, a BLAS) run on their own threads, so a host GEMM fences the
-  // host space around them. Those paths exist only on host spaces, where a fence is no device
-  // drain; they are counted apart.
+  // host space around them. Those paths exist only on host spaces.
   bool in_host_vendor_gemm() const {
     for (const auto& r : regions)
       if (r.rfind("kamp::gemm[dnnl,", 0) == 0 || r.rfind("kamp::gemm[widened,", 0) == 0 ||
@@ -56,8 +59,8 @@ struct launch_counting {
       ++c.tally.tool_fences;
       return;
     }
-    if (c.in_host_vendor_gemm()) {
-      ++c.tally.host_vendor_fences;
+    if (c.in_host_vendor_gemm() || std::strcmp(name, "HostSpace fence") == 0) {
+      ++c.tally.host_fences;
       return;
     }
     ++c.tally.fences;
