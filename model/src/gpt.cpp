@@ -336,6 +336,36 @@ void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view
 
 template <class Real, class ES>
 template <class P, class T>
+void gpt<Real, ES>::norm_forward(int i, const norm_parameters& p, int layer, const char* op) {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const weights w{*this};
+  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model;
+  const auto ln = v::template as_matrix<T>(b(activation::ln_out, i), n, c);
+  layernorm_forward(space_, v::template as_matrix<const Real>(b(activation::residual, i), n, c),
+                    w.template exact<P>(p.gain), w.template exact<P>(p.bias), ln,
+                    v::template as_vector<Real>(b(activation::ln_mean, i), n),
+                    v::template as_vector<Real>(b(activation::ln_rstd, i), n));
+  note(layer, op, false, ln.data(), n * c);
+}
+
+template <class Real, class ES>
+template <class P>
+void gpt<Real, ES>::norm_backward(int i, const norm_parameters& p, int layer, const char* op) {
+  using v = views<memory_space>;
+  const auto& b = *buf_;
+  const weights w{*this};
+  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model;
+  const auto dresid = v::template as_matrix<Real>(b(activation::dresid), n, c);
+  layernorm_backward(space_, v::template as_matrix<Real>(b(activation::dln), n, c),
+                     v::template as_matrix<const Real>(b(activation::residual, i), n, c), w.template exact<P>(p.gain),
+                     v::template as_vector<Real>(b(activation::ln_mean, i), n),
+                     v::template as_vector<Real>(b(activation::ln_rstd, i), n), dresid, w.grad(p.gain), w.grad(p.bias));
+  note(layer, op, true, dresid.data(), n * c);
+}
+
+template <class Real, class ES>
+template <class P, class T>
 void gpt<Real, ES>::attention_forward(int l) {
   using v = views<memory_space>;
   const auto& b = *buf_;
@@ -344,11 +374,8 @@ void gpt<Real, ES>::attention_forward(int l) {
   const int batch = batch_, t = config_.context, c = config_.d_model, heads = config_.heads, hd = c / heads;
   const std::size_t n = std::size_t(batch) * t, bh = std::size_t(batch) * heads, rows = bh * t;
   const auto x = v::template as_matrix<const Real>(b(activation::residual, 2 * l), n, c);
+  norm_forward<P, T>(2 * l, prm.ln1, l, "ln1");
   const auto ln = v::template as_matrix<T>(b(activation::ln_out, 2 * l), n, c);
-  layernorm_forward(space_, x, w.template exact<P>(prm.ln1.gain), w.template exact<P>(prm.ln1.bias), ln,
-                    v::template as_vector<Real>(b(activation::ln_mean, 2 * l), n),
-                    v::template as_vector<Real>(b(activation::ln_rstd, 2 * l), n));
-  note(l, "ln1", false, ln.data(), n * c);
   const auto qkv = v::template as_matrix<T>(b(activation::qkv_rows), n, 3 * c);
   linear(space_, ln, w.template gemm<P, T>(prm.qkv.weight), qkv, w.template bias<P>(prm.qkv.bias));
   note(l, "attn.qkv", false, qkv.data(), 3 * n * c);
@@ -388,11 +415,8 @@ void gpt<Real, ES>::mlp_forward(int l) {
   const weights w{*this};
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, m = config_.mlp;
   const auto x = v::template as_matrix<const Real>(b(activation::residual, 2 * l + 1), n, c);
+  norm_forward<P, T>(2 * l + 1, prm.ln2, l, "ln2");
   const auto ln = v::template as_matrix<T>(b(activation::ln_out, 2 * l + 1), n, c);
-  layernorm_forward(space_, x, w.template exact<P>(prm.ln2.gain), w.template exact<P>(prm.ln2.bias), ln,
-                    v::template as_vector<Real>(b(activation::ln_mean, 2 * l + 1), n),
-                    v::template as_vector<Real>(b(activation::ln_rstd, 2 * l + 1), n));
-  note(l, "ln2", false, ln.data(), n * c);
   const auto fc_pre = v::template as_matrix<Real>(b(activation::fc_pre, l), n, m);
   linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), fc_pre, w.template bias<P>(prm.fc.bias));
   note(l, "mlp.fc", false, fc_pre.data(), n * m);
@@ -414,12 +438,8 @@ void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler
   const weights w{*this};
   const int last = 2 * config_.layers;
   const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, vocab = config_.vocab;
+  norm_forward<P, T>(last, parameters_.lnf, -1, "lnf");
   const auto ln = v::template as_matrix<T>(b(activation::ln_out, last), n, c);
-  layernorm_forward(space_, v::template as_matrix<const Real>(b(activation::residual, last), n, c),
-                    w.template exact<P>(parameters_.lnf.gain), w.template exact<P>(parameters_.lnf.bias), ln,
-                    v::template as_vector<Real>(b(activation::ln_mean, last), n),
-                    v::template as_vector<Real>(b(activation::ln_rstd, last), n));
-  note(-1, "lnf", false, ln.data(), n * c);
   const auto logits = v::template as_matrix<Real>(b(activation::logits), n, vocab);
   linear(space_, ln, w.template gemm<P, T>(parameters_.wte), logits, Kokkos::View<const Real*, memory_space>());
   note(-1, "lm_head", false, logits.data(), n * vocab);
@@ -464,13 +484,7 @@ void gpt<Real, ES>::head_backward() {
   note(-1, "lm_head", true, dln.data(), n * c);
   gemm(space_, op::transpose, op::none, 1.0f, dlogits, v::template as_matrix<T>(b(activation::ln_out, last), n, c),
        1.0f, w.grad_matrix(parameters_.wte));
-  layernorm_backward(space_, dln, v::template as_matrix<const Real>(b(activation::residual, last), n, c),
-                     w.template exact<P>(parameters_.lnf.gain),
-                     v::template as_vector<Real>(b(activation::ln_mean, last), n),
-                     v::template as_vector<Real>(b(activation::ln_rstd, last), n),
-                     v::template as_matrix<Real>(b(activation::dresid), n, c), w.grad(parameters_.lnf.gain),
-                     w.grad(parameters_.lnf.bias));
-  note(-1, "lnf", true, b.template data<Real>(activation::dresid), n * c);
+  norm_backward<P>(last, parameters_.lnf, -1, "lnf");
 }
 
 template <class Real, class ES>
@@ -498,11 +512,7 @@ void gpt<Real, ES>::mlp_backward(int l) {
                   v::template as_matrix<T>(b(activation::ln_out, 2 * l + 1), n, c), dln, w.grad_matrix(prm.fc.weight),
                   dfc_pre, w.grad(prm.fc.bias));
   note(l, "mlp.fc", true, dln.data(), n * c);
-  layernorm_backward(space_, dln, v::template as_matrix<const Real>(b(activation::residual, 2 * l + 1), n, c),
-                     w.template exact<P>(prm.ln2.gain), v::template as_vector<Real>(b(activation::ln_mean, 2 * l + 1), n),
-                     v::template as_vector<Real>(b(activation::ln_rstd, 2 * l + 1), n), dresid,
-                     w.grad(prm.ln2.gain), w.grad(prm.ln2.bias));
-  note(l, "ln2", true, dresid.data(), n * c);
+  norm_backward<P>(2 * l + 1, prm.ln2, l, "ln2");
 }
 
 template <class Real, class ES>
@@ -553,11 +563,7 @@ void gpt<Real, ES>::attention_backward(int l) {
                   v::template as_matrix<T>(b(activation::ln_out, 2 * l), n, c), dln, w.grad_matrix(prm.qkv.weight),
                   dqkv_rows, w.grad(prm.qkv.bias));
   note(l, "attn.qkv", true, dln.data(), n * c);
-  layernorm_backward(space_, dln, v::template as_matrix<const Real>(b(activation::residual, 2 * l), n, c),
-                     w.template exact<P>(prm.ln1.gain), v::template as_vector<Real>(b(activation::ln_mean, 2 * l), n),
-                     v::template as_vector<Real>(b(activation::ln_rstd, 2 * l), n), dresid, w.grad(prm.ln1.gain),
-                     w.grad(prm.ln1.bias));
-  note(l, "ln1", true, dresid.data(), n * c);
+  norm_backward<P>(2 * l, prm.ln1, l, "ln1");
 }
 
 template <class Real, class ES>

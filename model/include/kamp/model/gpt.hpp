@@ -129,6 +129,12 @@ class gpt {
   void mlp_backward(int l);
   template <class P, class T>
   void head_backward();
+  /// LayerNorm i (of 2L + 1) of the residual stream into its output in T, and its backward
+  /// pass, which adds to the residual stream's gradient; `op` names it for observe().
+  template <class P, class T>
+  void norm_forward(int i, const norm_parameters& p, int layer, const char* op);
+  template <class P>
+  void norm_backward(int i, const norm_parameters& p, int layer, const char* op);
   /// Records the range of an op's output as "<block><op>" (block: "h<l>." or empty for the head).
   template <class T>
   void note(int layer, const char* op, bool backward, const T* data, std::size_t n);
