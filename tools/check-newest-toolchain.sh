@@ -95,11 +95,9 @@ bind /proc "$root/proc"
 bind /dev "$root/dev"
 bind /sys "$root/sys" ro  # libgomp reads the CPU topology there (OMP_PLACES)
 bind "$KAMP_REPO_DIR" "$root/src/kamp" ro
-# One ccache per CPU feature set: ccache keys -march=native by its spelling, and a cache shared
-# by AVX-512 and AVX2 hosts would hand AVX-512 objects to an AVX2 one.
-cpu_kind=$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)
-mkdir -p "$KAMP_CACHE_DIR/ccache-sid-$cpu_kind"
-bind "$KAMP_CACHE_DIR/ccache-sid-$cpu_kind" "$root/ccache"
+# One ccache per CPU feature set, as for the host builds (common.sh says why).
+mkdir -p "$KAMP_CACHE_DIR/ccache-sid-$kamp_cpu_kind"
+bind "$KAMP_CACHE_DIR/ccache-sid-$kamp_cpu_kind" "$root/ccache"
 
 # build_and_test NAME WHAT LIBRARY-PATH CMAKE-ARGS...: a clean build of this clone in /build/NAME,
 # then every test but `long` and `stress` (and the ctest arguments given to this script), with

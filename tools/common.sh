@@ -5,6 +5,12 @@ KAMP_KOKKOS_VERSION=3.4.01
 KAMP_REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KAMP_JOBS=${KAMP_JOBS:-$(nproc)}
 
+# kamp's own builds go through ccache, one cache per CPU feature set: ccache keys -march=native
+# by its spelling, and a cache shared by AVX-512 and AVX2 hosts would hand AVX-512 objects to an
+# AVX2 one. CI clones anew each run; the cache is what keeps its rebuilds short.
+kamp_cpu_kind=$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)
+kamp_ccache_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=$KAMP_CACHE_DIR/ccache-$kamp_cpu_kind;CCACHE_MAXSIZE=20G;ccache")
+
 kamp_step() { printf '\n==> %s\n' "$*"; }
 kamp_die() {
   printf '\nkamp setup error: %s\n' "$1" >&2
@@ -54,7 +60,7 @@ kamp_configure_check() {
   check_build="$KAMP_REPO_DIR/build/checks/$name"
   mkdir -p "$(dirname "$check_build")"
   kamp_step "building kamp $what in $check_build"
-  cmake -S "$KAMP_REPO_DIR" -B "$check_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  cmake -S "$KAMP_REPO_DIR" -B "$check_build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${kamp_ccache_launcher[@]}" \
     "${kamp_kokkos_args[@]}" "$@" >/dev/null \
     || kamp_die "configuring kamp $what failed" "read CMake's message above"
 }
