@@ -1,10 +1,8 @@
-#include <kamp/kernels/cast.hpp>
 #include <kamp/kernels/flat_tensors.hpp>
-#include <kamp/kernels/gemm.hpp>
 #include <kamp/kernels/nn.hpp>
-#include <kamp/kernels/nn/attention_heads.hpp>
-#include <kamp/kernels/nn/residual.hpp>
 #include <kamp/model/gpt.hpp>
+
+#include "gpt_parts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,31 +12,12 @@ namespace kamp {
 
 namespace {
 
+using detail::linear;
+using detail::residual_linear;
 template <class M>
-struct views {
-  template <class T>
-  using matrix = Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
-  template <class T>
-  using batched = Kokkos::View<T***, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
-  template <class T>
-  using vector = Kokkos::View<T*, M, Kokkos::MemoryUnmanaged>;
-  using bytes = Kokkos::View<char*, M>;
+using views = detail::views<M>;
 
-  // Activations whose type depends on the layer's compute dtype live in byte buffers sized for
-  // that type (activation_layout) and are viewed with the type of the moment.
-  template <class T>
-  static matrix<T> as_matrix(const bytes& b, std::size_t rows, std::size_t cols) {
-    return matrix<T>(reinterpret_cast<T*>(b.data()), rows, cols);
-  }
-  template <class T>
-  static vector<T> as_vector(const bytes& b, std::size_t n) {
-    return vector<T>(reinterpret_cast<T*>(b.data()), n);
-  }
-  template <class T>
-  static batched<T> as_batched(T* data, std::size_t batch, std::size_t rows, std::size_t cols) {
-    return batched<T>(data, batch, rows, cols);
-  }
-};
+dtype resolved(dtype t, bool fp64) { return fp64 ? dtype::fp64 : t; }
 
 // The layer names the policy and the doctor use: h<l>.attn, h<l>.mlp, lm_head.
 std::string block_name(int l) { return "h" + std::to_string(l) + "."; }
@@ -66,7 +45,6 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
       dtypes_(config, policy, std::is_same_v<Real, double> ? dtype::fp64 : dtype::fp32),
       batch_(batch),
       space_(space),
-      exact_table_(parameters_.table),
       token_index_(std::size_t(std::max(batch, 1)) * config.context, config.vocab) {
   if (std::is_same_v<Real, double> && policy_.mode != precision_mode::fp32)
     throw std::invalid_argument("kamp::gpt<double> is the fp64 reference; it runs the fp32 policy only");
@@ -76,48 +54,56 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
   const auto layout = activation_layout(config, policy, batch, dtype_of<Real>());
   for (std::size_t a = 0; a < layout.size(); ++a)
     for (const std::size_t size : layout[a].bytes) buf_->all[a].emplace_back(std::string(layout[a].label), size);
-  exact_offsets_.resize(table().count());
-  for (std::size_t i = 0; i < table().count(); ++i) exact_offsets_[i] = table()[i].offset;
 }
 
 template <class Real, class ES>
 gpt<Real, ES>::~gpt() = default;
 
-namespace {
-dtype resolved(dtype t, bool fp64) { return fp64 ? dtype::fp64 : t; }
-}  // namespace
-
 template <class Real, class ES>
 void gpt<Real, ES>::bind_weights(weights_ref exact, weights_ref copy) {
-  constexpr bool fp64 = std::is_same_v<Real, double>;
-  if (resolved(exact.type, fp64) != resolved(policy_.weights(), fp64) ||
-      resolved(copy.type, fp64) != resolved(policy_.low(), fp64))
-    throw std::invalid_argument(std::string("kamp::gpt::bind_weights: the policy needs ") +
-                                name(resolved(policy_.weights(), fp64)) + " weights and a " +
-                                name(resolved(policy_.low(), fp64)) + " copy, got " + name(exact.type) + " and " +
-                                name(copy.type));
-  exact_ = exact;
-  copy_ = copy;
-  exact_table_ = table();
-  for (std::size_t i = 0; i < table().count(); ++i) exact_offsets_[i] = table()[i].offset;
+  bind_weights({exact, table(), copy});
 }
 
 template <class Real, class ES>
 void gpt<Real, ES>::bind_weights(weights_ref exact, const tensor_table& exact_layout, weights_ref copy) {
-  const tensor_table needed = exactly_read_parameters(config_, policy_);
-  std::vector<std::size_t> offsets(table().count(), std::size_t(-1));
-  for (const auto& e : needed.entries()) {
-    const auto found = std::find_if(exact_layout.entries().begin(), exact_layout.entries().end(),
-                                    [&](const tensor_table::entry& x) { return x.name == e.name; });
-    if (found == exact_layout.entries().end() || found->shape != e.shape)
-      throw std::invalid_argument("kamp::gpt::bind_weights: the exact weights' layout lacks " + e.name +
-                                  " (or gives it another shape); it must hold exactly_read_parameters()");
-    offsets[table().index_of(e.name)] = found->offset;
-  }
-  bind_weights(exact, copy);
-  exact_table_ = exact_layout;
-  exact_offsets_ = std::move(offsets);
+  bind_weights({exact, exact_layout, copy});
 }
+
+template <class Real, class ES>
+void gpt<Real, ES>::bind_weights(const weight_binding& binding) {
+  exact_offsets_ = detail::bound_offsets("kamp::gpt::bind_weights", config_, policy_, std::is_same_v<Real, double>,
+                                         binding);
+  binding_ = binding;
+}
+
+namespace detail {
+
+std::vector<std::size_t> bound_offsets(const char* api, const gpt_config& config, const precision_policy& policy,
+                                       bool fp64, const weight_binding& binding) {
+  const weights_ref &exact = binding.exact, &copy = binding.copy;
+  if (exact.data == nullptr || copy.data == nullptr) throw std::invalid_argument(std::string(api) + ": a weight pointer is null");
+  if (resolved(exact.type, fp64) != resolved(policy.weights(), fp64) ||
+      resolved(copy.type, fp64) != resolved(policy.low(), fp64))
+    throw std::invalid_argument(std::string(api) + ": the policy needs " + name(resolved(policy.weights(), fp64)) +
+                                " weights and a " + name(resolved(policy.low(), fp64)) + " copy, got " +
+                                name(exact.type) + " and " + name(copy.type));
+  const gpt_parameters p(config);
+  const tensor_table needed = exactly_read_parameters(config, policy);
+  const tensor_table& held = binding.exact_layout;
+  std::vector<std::size_t> offsets(p.table.count(), std::size_t(-1));
+  for (std::size_t i = 0; i < p.table.count(); ++i) {
+    const auto& e = p.table[i];
+    if (held.contains(e.name) && held[held.index_of(e.name)].shape == e.shape) {
+      offsets[i] = held[held.index_of(e.name)].offset;
+    } else if (needed.contains(e.name)) {
+      throw std::invalid_argument(std::string(api) + ": the exact weights' layout lacks " + e.name +
+                                  " (or gives it another shape); it must hold exactly_read_parameters()");
+    }
+  }
+  return offsets;
+}
+
+}  // namespace detail
 
 tensor_table exactly_read_parameters(const gpt_config& config, const precision_policy& policy) {
   const gpt_parameters p(config);
@@ -145,30 +131,14 @@ dtype gpt<Real, ES>::activation_dtype(const std::string& layer) const {
   return i % 2 == 0 ? dtypes_.attn[i / 2] : dtypes_.mlp[i / 2];
 }
 
-/// The parameters as typed views: the exact weights (P), the weights a layer computing in T
-/// reads for its GEMMs (the low-precision copy, or the exact weights when T is the exact type),
-/// and the gradients.
+/// The parameters as typed views (detail::weight_reader) and the gradients.
 template <class Real, class ES>
-struct gpt<Real, ES>::weights {
+struct gpt<Real, ES>::weights : detail::weight_reader<Real, memory_space> {
   using v = views<memory_space>;
   const gpt& model;
 
-  template <class P>
-  typename v::template vector<const P> exact(std::size_t i) const {
-    using view = typename v::template vector<const P>;
-    return view(static_cast<const P*>(model.exact_.data) + model.exact_offsets_[i], model.table()[i].size);
-  }
-  template <class P, class T>
-  auto gemm(std::size_t i) const {
-    const auto& e = model.table()[i];
-    if constexpr (std::is_same_v<T, Real>) {
-      const P* base = static_cast<const P*>(model.exact_.data) + model.exact_offsets_[i];
-      return typename v::template matrix<const P>(base, e.shape.at(0), e.shape.at(1));
-    } else {
-      return typename v::template matrix<const T>(static_cast<const T*>(model.copy_.data) + e.offset, e.shape.at(0),
-                                                  e.shape.at(1));
-    }
-  }
+  explicit weights(const gpt& m) : detail::weight_reader<Real, memory_space>{m.table(), m.binding_, m.exact_offsets_}, model(m) {}
+
   typename v::template vector<Real> grad(std::size_t i) const {
     using view = typename v::template vector<Real>;
     return view(model.grads_.data() + model.table()[i].offset, model.table()[i].size);
@@ -178,36 +148,13 @@ struct gpt<Real, ES>::weights {
     using view = typename v::template matrix<Real>;
     return view(model.grads_.data() + e.offset, e.shape.at(0), e.shape.at(1));
   }
-  /// A bias as GEMM and residual kernels read it (Real): the exact weights when they have that
-  /// type, else (pure bf16) widened exactly into the bias scratch.
   template <class P>
   typename v::template vector<const Real> bias(std::size_t i) const {
-    const auto b = exact<P>(i);
-    if constexpr (std::is_same_v<P, Real>) {
-      return b;
-    } else {
-      const auto wide = v::template as_vector<Real>((*model.buf_)(activation::bias), b.extent(0));
-      cast(model.space_, wide, b, rounding_options{}, Kokkos::View<std::size_t, memory_space>());
-      return wide;
-    }
+    return this->template weight_reader<Real, memory_space>::template bias<P>(i, model.space_, (*model.buf_)(activation::bias));
   }
 };
 
 namespace {
-
-// A Linear layer whose weight is (out, in): C = A W^T + bias.
-template <class ES, class A, class W, class C, class B>
-void linear(const ES& space, const A& a, const W& w, const C& c, const B& bias) {
-  gemm(space, op::none, op::transpose, 1.0f, a, w, 0.0f, c, bias);
-}
-
-// A Linear whose output joins the residual stream: out = x + A W^T + bias, the bias added with
-// the skip connection so that the GEMM has none.
-template <class ES, class A, class W, class B, class X, class O>
-void residual_linear(const ES& space, const A& a, const W& w, const B& bias, const X& x, const O& out) {
-  residual_with_bias(space, x, bias, out);
-  gemm(space, op::none, op::transpose, 1.0f, a, w, 1.0f, out);
-}
 
 // Its backward pass: dA = dY W, dW += dY^T A, db += Σ rows of `bias_source` (dY itself, or for
 // a residual branch the fp32 stream gradient dY was rounded from).
@@ -294,7 +241,7 @@ double gpt<Real, ES>::run_host(const int* tokens, const int* targets, bool with_
 template <class Real, class ES>
 void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, bool with_grad, double grad_scale,
                         const scaler_view& scaler, const loss_view& loss) {
-  if (exact_.data == nullptr || copy_.data == nullptr)
+  if (binding_.exact.data == nullptr)
     throw std::logic_error("kamp::gpt: bind_weights() before running the model");
   if (int(tokens.extent(0)) != batch_ || int(tokens.extent(1)) != config_.context ||
       targets.extent(0) != tokens.extent(0) || targets.extent(1) != tokens.extent(1))
@@ -581,6 +528,14 @@ std::vector<double> gpt<Real, ES>::gemm_input(const std::string& layer) const {
     for (std::size_t i = 0; i < n; ++i) out[i] = load_as<double>(host.data() + i);
   });
   return out;
+}
+
+template <class Real, class ES>
+std::vector<double> gpt<Real, ES>::logits() const {
+  const std::size_t n = std::size_t(batch_) * config_.context * config_.vocab;
+  const auto host = Kokkos::create_mirror_view_and_copy(
+      Kokkos::HostSpace(), views<memory_space>::template as_vector<Real>((*buf_)(activation::logits), n));
+  return std::vector<double>(host.data(), host.data() + n);
 }
 
 template <class Real, class ES>

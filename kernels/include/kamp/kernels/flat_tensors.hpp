@@ -49,6 +49,7 @@ class tensor_table {
   std::size_t count() const { return entries_.size(); }
   const entry& operator[](std::size_t i) const { return entries_.at(i); }
   const std::vector<entry>& entries() const { return entries_; }
+  bool contains(const std::string& name) const { return index_.count(name) != 0; }
   std::size_t index_of(const std::string& name) const {
     const auto it = index_.find(name);
     if (it == index_.end()) throw std::out_of_range("kamp::tensor_table: no tensor named '" + name + "'");

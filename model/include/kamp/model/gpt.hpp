@@ -33,6 +33,16 @@ struct weights_ref {
   const void* data;
 };
 
+/// \brief The weights a model reads: the exact ones (fp32 master, fp32 weights, or pure bf16),
+/// laid out by `exact_layout`, which holds at least exactly_read_parameters() (a sharded run
+/// gathers only those from its master shards), and the low-precision copy over the whole
+/// parameter table, which the GEMMs of 16-bit layers read.
+struct weight_binding {
+  weights_ref exact;
+  tensor_table exact_layout;
+  weights_ref copy;
+};
+
 /// The parameters gpt reads from the exact weights rather than the low-precision copy:
 /// embeddings, LayerNorms, biases, and the GEMM weights of layers computing in fp32. With fp32
 /// master weights (AMP) these are the only ones the model needs in fp32.
@@ -82,6 +92,9 @@ class gpt {
   /// The same, with the exact weights laid out by `exact_layout`, which must hold at least
   /// exactly_read_parameters() (a sharded run gathers only those from its master shards).
   void bind_weights(weights_ref exact, const tensor_table& exact_layout, weights_ref copy);
+  void bind_weights(const weight_binding& binding);
+  /// The weights bound now (a gpt_decoder can read the same ones).
+  const weight_binding& binding() const { return binding_; }
   /// Gradients, flat over table(); backward() accumulates into them (the caller zeroes them).
   Kokkos::View<Real*, memory_space> grads() const { return grads_; }
 
@@ -106,6 +119,9 @@ class gpt {
   /// A copy of the input activations of the named layer's first GEMM from the last forward
   /// pass, widened to double (host): inspection and tests.
   std::vector<double> gemm_input(const std::string& layer) const;
+  /// The logits (batch() x context rows of vocab) of the last forward pass, widened to double
+  /// (host): inspection and tests.
+  std::vector<double> logits() const;
 
  private:
   struct buffers;
@@ -145,8 +161,7 @@ class gpt {
   layer_dtypes dtypes_;
   int batch_;
   ExecutionSpace space_;
-  tensor_table exact_table_;
-  weights_ref exact_{}, copy_{};
+  weight_binding binding_;
   /// Where each parameter starts in the exact weights (their layout may hold only some).
   std::vector<std::size_t> exact_offsets_;
   Kokkos::View<Real*, memory_space> grads_;

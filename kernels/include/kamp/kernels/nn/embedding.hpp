@@ -13,13 +13,13 @@ namespace detail {
 
 template <class ExecutionSpace, class P, class O>
 void embedding_forward_kernel(const ExecutionSpace& space, const int* tok, const P* te, const P* pe, O* o,
-                              std::int64_t rows, std::int64_t t, std::int64_t c) {
+                              std::int64_t rows, std::int64_t t, std::int64_t c, std::int64_t first) {
   using acc = common_accum_t<P, O>;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::embedding_forward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
         const P* KAMP_RESTRICT e = te + std::int64_t(tok[r]) * c;
-        const P* KAMP_RESTRICT p = pe + (r % t) * c;
+        const P* KAMP_RESTRICT p = pe + (first + r % t) * c;
         O* KAMP_RESTRICT dst = o + r * c;
         row_for(m, c, [&](std::int64_t i) { store_nearest(dst + i, load_as<acc>(e + i) + load_as<acc>(p + i)); });
       });
@@ -51,20 +51,24 @@ void embedding_backward_kernel(const ExecutionSpace& space, const int* offsets, 
 
 }  // namespace detail
 
-/// \brief out(b·T + t, :) = wte(tokens(b, t), :) + wpe(t, :): token plus learned position
-/// embeddings, added in the compute type. Label `kamp::embedding_forward`.
+/// \brief out(b·T + t, :) = wte(tokens(b, t), :) + wpe(first_position + t, :): token plus
+/// learned position embeddings, added in the compute type. A sequence's tokens sit at positions
+/// first_position.. (a decoder feeding one token at a time gives its position). Label
+/// `kamp::embedding_forward`.
 template <class ExecutionSpace, class P, class O, class... TP, class... PP, class... OP>
 void embedding_forward(const ExecutionSpace& space, const Kokkos::View<const int**, TP...>& tokens,
                        const Kokkos::View<P**, PP...>& wte, const Kokkos::View<P**, PP...>& wpe,
-                       const Kokkos::View<O**, OP...>& out) {
+                       const Kokkos::View<O**, OP...>& out, std::int64_t first_position = 0) {
   const std::int64_t batch = tokens.extent(0), t = tokens.extent(1), c = wte.extent(1);
   detail::check_extent("kamp::embedding_forward", "out rows", out.extent(0), batch * t);
   detail::check_extent("kamp::embedding_forward", "out columns", out.extent(1), c);
   detail::check_extent("kamp::embedding_forward", "wpe columns", wpe.extent(1), c);
-  if (std::int64_t(wpe.extent(0)) < t)
-    throw std::invalid_argument("kamp::embedding_forward: " + std::to_string(t) + " positions but wpe has only " +
+  if (first_position < 0 || std::int64_t(wpe.extent(0)) < first_position + t)
+    throw std::invalid_argument("kamp::embedding_forward: positions " + std::to_string(first_position) + ".." +
+                                std::to_string(first_position + t - 1) + " but wpe has " +
                                 std::to_string(wpe.extent(0)));
-  detail::embedding_forward_kernel(space, tokens.data(), wte.data(), wpe.data(), out.data(), batch * t, t, c);
+  detail::embedding_forward_kernel(space, tokens.data(), wte.data(), wpe.data(), out.data(), batch * t, t, c,
+                                   first_position);
 }
 
 /// \brief Rows of a token batch grouped by token id (CSR), so the embedding's backward pass

@@ -1,0 +1,96 @@
+// kamp-generate: text from a kamp checkpoint, one token at a time over a KV cache, in the
+// checkpoint's precision mode. The text goes to standard output, everything else to stderr.
+#include <kamp/model/checkpoint.hpp>
+#include <kamp/model/decoder.hpp>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+namespace {
+
+struct generate_settings {
+  std::string checkpoint = "auto", checkpoint_dir = "checkpoints", prompt = "the ";
+  int tokens = 200;
+  kamp::sampling_options sampling{0.8f, 0, 0};
+};
+
+// The checkpoint --checkpoint names: a file, or the newest in the directory that loads.
+std::pair<std::string, kamp::training_state> load(const generate_settings& s) {
+  if (s.checkpoint != "auto") return {s.checkpoint, kamp::read_checkpoint(s.checkpoint)};
+  if (!std::filesystem::is_directory(s.checkpoint_dir))
+    throw std::invalid_argument("--checkpoint auto: there is no directory '" + s.checkpoint_dir +
+                                "'; train first (kamp-train writes checkpoints there), or name a --checkpoint-dir "
+                                "or a --checkpoint file");
+  const kamp::checkpoint_directory dir(s.checkpoint_dir, 1);
+  for (const std::string& path : dir.list()) {
+    try {
+      return {path, kamp::read_checkpoint(path)};
+    } catch (const kamp::checkpoint_error& e) {
+      std::fprintf(stderr, "kamp-generate: skipping %s: %s\n", path.c_str(), e.what());
+    }
+  }
+  throw std::invalid_argument("--checkpoint auto: no checkpoint in '" + s.checkpoint_dir +
+                              "' loads; train first (kamp-train) or name a --checkpoint file");
+}
+
+int run(const generate_settings& s) {
+  const auto [path, state] = load(s);
+  kamp::gpt_decoder<> decoder(state.model, state.policy);
+  const kamp::state_weights<> weights(state);
+  decoder.bind_weights(weights.binding());
+  std::fprintf(stderr, "kamp-generate: %s (step %lld, %s, %d layers, d_model %d, context %d); temperature %g, top-k %d, seed %llu\n",
+               path.c_str(), static_cast<long long>(state.steps_taken), kamp::name(state.policy.mode), state.model.layers,
+               state.model.d_model, state.model.context, s.sampling.temperature, s.sampling.top_k,
+               static_cast<unsigned long long>(s.sampling.seed));
+  std::fputs(s.prompt.c_str(), stdout);
+  const auto start = std::chrono::steady_clock::now();
+  kamp::generate(decoder, s.prompt, s.tokens, s.sampling, [](char c) {
+    std::fputc(c, stdout);
+    std::fflush(stdout);
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fputc('\n', stdout);
+  std::fprintf(stderr, "kamp-generate: %d tokens in %.2f s (%.0f tokens/s, the prompt's %zu included)\n", s.tokens,
+               seconds, double(s.tokens + s.prompt.size()) / seconds, s.prompt.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kamp-generate: text from a kamp checkpoint (byte tokens), computed in the checkpoint's precision "
+               "mode with a KV cache. The text goes to standard output."};
+  generate_settings s;
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--checkpoint", s.checkpoint, "A checkpoint file, or 'auto': the newest in --checkpoint-dir that loads")
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", s.checkpoint_dir, "Where --checkpoint auto looks")->capture_default_str();
+  app.add_option("--prompt", s.prompt, "The text to continue (at least one byte)")->capture_default_str();
+  app.add_option("--tokens", s.tokens, "Bytes to generate")->capture_default_str();
+  app.add_option("--temperature", s.sampling.temperature, "Divides the logits; 0: greedy (always the most likely byte)")
+      ->capture_default_str();
+  app.add_option("--top-k", s.sampling.top_k, "Draw among the k most likely bytes only; 0: all")->capture_default_str();
+  app.add_option("--seed", s.sampling.seed, "Seed of the draws: the same seed gives the same text on a machine")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  // Standard output is the text: keep Kokkos' advice about unset OpenMP binding out of it.
+  setenv("OMP_PROC_BIND", "spread", 0);
+  setenv("OMP_PLACES", "threads", 0);
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    return run(s);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kamp-generate: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,250 @@
+#include <kamp/kernels/nn.hpp>
+#include <kamp/model/decoder.hpp>
+
+#include "gpt_parts.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace kamp {
+
+namespace {
+template <class M>
+using views = detail::views<M>;
+}  // namespace
+
+/// One position's activations (the widest compute type is fp32: 4 bytes per element), the
+/// residual stream in two buffers that the blocks write in turn, and each layer's cache.
+template <class ES>
+struct gpt_decoder<ES>::buffers {
+  using bytes = typename views<memory_space>::bytes;
+  using floats = Kokkos::View<float*, memory_space>;
+  Kokkos::View<int**, Kokkos::LayoutRight, memory_space> token;
+  floats residual[2], ln_mean, ln_rstd, scores, fc_pre, logits;
+  bytes ln_out, qkv, probs, attn_out, fc_act, bias;
+  std::vector<bytes> keys, values;
+
+  buffers(const gpt_config& c, const layer_dtypes& types)
+      : token("kamp::decoder::token", 1, 1),
+        residual{floats("kamp::decoder::residual", c.d_model), floats("kamp::decoder::residual", c.d_model)},
+        ln_mean("kamp::decoder::ln_mean", 1),
+        ln_rstd("kamp::decoder::ln_rstd", 1),
+        scores("kamp::decoder::scores", std::size_t(c.heads) * c.context),
+        fc_pre("kamp::decoder::fc_pre", c.mlp),
+        logits("kamp::decoder::logits", c.vocab),
+        ln_out("kamp::decoder::ln_out", 4 * std::size_t(c.d_model)),
+        qkv("kamp::decoder::qkv", 12 * std::size_t(c.d_model)),
+        probs("kamp::decoder::probs", 4 * std::size_t(c.heads) * c.context),
+        attn_out("kamp::decoder::attn_out", 4 * std::size_t(c.d_model)),
+        fc_act("kamp::decoder::fc_act", 4 * std::size_t(c.mlp)),
+        bias("kamp::decoder::bias", 4 * std::size_t(std::max(3 * c.d_model, c.mlp))) {
+    for (int l = 0; l < c.layers; ++l) {
+      const std::size_t cache = std::size_t(c.context) * c.d_model * size_of(types.attn[l]);
+      keys.emplace_back("kamp::decoder::keys", cache);
+      values.emplace_back("kamp::decoder::values", cache);
+    }
+  }
+};
+
+template <class ES>
+gpt_decoder<ES>::gpt_decoder(const gpt_config& config, const precision_policy& policy, const ES& space)
+    : config_(config),
+      policy_(policy),
+      parameters_((policy.validate(config), config)),
+      dtypes_(config, policy, dtype::fp32),
+      space_(space),
+      buf_(std::make_unique<buffers>(config, dtypes_)) {}
+
+template <class ES>
+gpt_decoder<ES>::~gpt_decoder() = default;
+
+template <class ES>
+void gpt_decoder<ES>::bind_weights(const weight_binding& binding) {
+  exact_offsets_ = detail::bound_offsets("kamp::gpt_decoder::bind_weights", config_, policy_, false, binding);
+  binding_ = binding;
+}
+
+template <class ES>
+typename gpt_decoder<ES>::logits_view gpt_decoder<ES>::advance(int token) {
+  if (binding_.exact.data == nullptr) throw std::logic_error("kamp::gpt_decoder: bind_weights() before advance()");
+  if (token < 0 || token >= config_.vocab)
+    throw std::invalid_argument("kamp::gpt_decoder: token " + std::to_string(token) + " is outside the vocabulary [0, " +
+                                std::to_string(config_.vocab) + ")");
+  if (position_ >= config_.context)
+    throw std::length_error("kamp::gpt_decoder: the cache holds " + std::to_string(config_.context) +
+                            " positions (the context) and is full: reset() it");
+  Kokkos::deep_copy(space_, buf_->token, token);
+  visit_dtype<float>(policy_.weights(), [&](auto p) { forward<decltype(p)>(); });
+  ++position_;
+  return buf_->logits;
+}
+
+template <class ES>
+template <class P>
+void gpt_decoder<ES>::forward() {
+  using v = views<memory_space>;
+  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  embedding_forward(space_, Kokkos::View<const int**, Kokkos::LayoutRight, memory_space>(buf_->token),
+                    w.template exact_matrix<P>(parameters_.wte), w.template exact_matrix<P>(parameters_.wpe),
+                    typename v::template matrix<float>(buf_->residual[0].data(), 1, config_.d_model), position_);
+  for (int l = 0; l < config_.layers; ++l) {
+    visit_dtype<float>(dtypes_.attn[l], [&](auto t) { attention<P, decltype(t)>(l); });
+    visit_dtype<float>(dtypes_.mlp[l], [&](auto t) { mlp<P, decltype(t)>(l); });
+  }
+  visit_dtype<float>(dtypes_.head, [&](auto t) { head<P, decltype(t)>(); });
+}
+
+namespace {
+
+// LayerNorm of the one row `x` into the compute type T. A free function: nvcc places no device
+// lambda in a private member function.
+template <class T, class P, class ES, class M = typename ES::memory_space>
+typename views<M>::template matrix<T> norm(const ES& space, const detail::weight_reader<float, M>& w,
+                                           const norm_parameters& p, const Kokkos::View<float*, M>& x,
+                                           const typename views<M>::bytes& out, const Kokkos::View<float*, M>& mean,
+                                           const Kokkos::View<float*, M>& rstd) {
+  using v = views<M>;
+  const std::size_t c = x.extent(0);
+  const auto ln = v::template as_matrix<T>(out, 1, c);
+  layernorm_forward(space, typename v::template matrix<const float>(x.data(), 1, c), w.template exact<P>(p.gain),
+                    w.template exact<P>(p.bias), ln, mean, rstd);
+  return ln;
+}
+
+}  // namespace
+
+template <class ES>
+template <class P, class T>
+void gpt_decoder<ES>::attention(int l) {
+  using v = views<memory_space>;
+  auto& b = *buf_;
+  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  const auto& prm = parameters_.blocks[l];
+  const std::size_t c = config_.d_model, heads = config_.heads, d = c / heads, capacity = config_.context;
+  const auto ln = norm<T, P>(space_, w, prm.ln1, b.residual[0], b.ln_out, b.ln_mean, b.ln_rstd);
+  const auto qkv = v::template as_matrix<T>(b.qkv, 1, 3 * c);
+  detail::linear(space_, ln, w.template gemm<P, T>(prm.qkv.weight), qkv,
+                 w.template bias<P>(prm.qkv.bias, space_, b.bias));
+  const auto keys = v::as_batched(reinterpret_cast<T*>(b.keys[l].data()), heads, capacity, d);
+  const auto values = v::as_batched(reinterpret_cast<T*>(b.values[l].data()), heads, capacity, d);
+  const typename v::template vector<const T> row(qkv.data(), 3 * c);
+  kv_cache_append(space_, row, keys, values, position_);
+  const auto y = v::template as_vector<T>(b.attn_out, c);
+  attention_decode(space_, row, keys, values, position_, float(1.0 / std::sqrt(double(d))),
+                   typename v::template matrix<float>(b.scores.data(), heads, capacity),
+                   v::template as_matrix<T>(b.probs, heads, capacity), y);
+  detail::residual_linear(space_, typename v::template matrix<const T>(y.data(), 1, c),
+                          w.template gemm<P, T>(prm.attn_proj.weight),
+                          w.template bias<P>(prm.attn_proj.bias, space_, b.bias),
+                          typename v::template matrix<const float>(b.residual[0].data(), 1, c),
+                          typename v::template matrix<float>(b.residual[1].data(), 1, c));
+}
+
+template <class ES>
+template <class P, class T>
+void gpt_decoder<ES>::mlp(int l) {
+  using v = views<memory_space>;
+  auto& b = *buf_;
+  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  const auto& prm = parameters_.blocks[l];
+  const std::size_t c = config_.d_model, m = config_.mlp;
+  const auto ln = norm<T, P>(space_, w, prm.ln2, b.residual[1], b.ln_out, b.ln_mean, b.ln_rstd);
+  const typename v::template matrix<float> fc_pre(b.fc_pre.data(), 1, m);
+  detail::linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), fc_pre,
+                 w.template bias<P>(prm.fc.bias, space_, b.bias));
+  gelu_forward(space_, typename v::template vector<const float>(b.fc_pre.data(), m), v::template as_vector<T>(b.fc_act, m));
+  detail::residual_linear(space_, v::template as_matrix<const T>(b.fc_act, 1, m),
+                          w.template gemm<P, T>(prm.mlp_proj.weight),
+                          w.template bias<P>(prm.mlp_proj.bias, space_, b.bias),
+                          typename v::template matrix<const float>(b.residual[1].data(), 1, c),
+                          typename v::template matrix<float>(b.residual[0].data(), 1, c));
+}
+
+template <class ES>
+template <class P, class T>
+void gpt_decoder<ES>::head() {
+  using v = views<memory_space>;
+  auto& b = *buf_;
+  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  const auto ln = norm<T, P>(space_, w, parameters_.lnf, b.residual[0], b.ln_out, b.ln_mean, b.ln_rstd);
+  detail::linear(space_, ln, w.template gemm<P, T>(parameters_.wte),
+                 typename v::template matrix<float>(b.logits.data(), 1, config_.vocab),
+                 Kokkos::View<const float*, memory_space>());
+}
+
+template <class ES>
+state_weights<ES>::state_weights(const training_state& state) : table_(state.model.parameter_table()) {
+  const auto tensor = [&](const char* role) -> const state_tensor* {
+    for (const auto& t : state.tensors)
+      if (t.role == role) return &t;
+    return nullptr;
+  };
+  const state_tensor* model = tensor("model");
+  const state_tensor* master = tensor("master");
+  if (model == nullptr || (state.policy.mode != precision_mode::fp32 && state.policy.mode != precision_mode::pure_bf16 &&
+                           master == nullptr))
+    throw std::invalid_argument("the training state lacks its model copy or, in " + std::string(name(state.policy.mode)) +
+                                ", its fp32 master weights");
+  const state_tensor* exact = master != nullptr ? master : model;
+  const auto to_device = [&](const state_tensor& t, const char* label) {
+    Kokkos::View<unsigned char*, typename ES::memory_space> out(std::string(label), t.bytes.size());
+    Kokkos::deep_copy(out, Kokkos::View<const unsigned char*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                               t.bytes.data(), t.bytes.size()));
+    return out;
+  };
+  exact_ = to_device(*exact, "kamp::state_weights::exact");
+  copy_ = exact == model ? exact_ : to_device(*model, "kamp::state_weights::copy");
+  exact_type_ = exact->type;
+  copy_type_ = model->type;
+}
+
+template <class ES>
+weight_binding state_weights<ES>::binding() const {
+  return {{exact_type_, exact_.data()}, table_, {copy_type_, copy_.data()}};
+}
+
+template <class ES>
+std::string generate(gpt_decoder<ES>& decoder, const std::string& prompt, int tokens, const sampling_options& options,
+                     const std::function<void(char)>& emit) {
+  const int vocab = decoder.config().vocab, context = decoder.config().context;
+  options.validate(vocab);
+  if (prompt.empty()) throw std::invalid_argument("generate: the prompt needs at least one byte to start from");
+  if (tokens < 0) throw std::invalid_argument("generate: the number of tokens must be >= 0, got " + std::to_string(tokens));
+  std::vector<int> fed;
+  typename gpt_decoder<ES>::logits_view logits;
+  const auto feed = [&](int token) {
+    if (decoder.position() == context) {
+      // A sliding window: restart on the newest half of the context, then go on.
+      decoder.reset();
+      for (std::size_t i = fed.size() - std::size_t(context / 2); i < fed.size(); ++i) decoder.advance(fed[i]);
+    }
+    logits = decoder.advance(token);
+    fed.push_back(token);
+  };
+  decoder.reset();
+  for (const unsigned char byte : prompt) {
+    if (byte >= vocab)
+      throw std::invalid_argument("generate: the prompt's byte " + std::to_string(int(byte)) +
+                                  " is outside the model's vocabulary of " + std::to_string(vocab));
+    feed(byte);
+  }
+  const Kokkos::View<float*, Kokkos::HostSpace> host("kamp::generate::logits", std::size_t(vocab));
+  std::string out;
+  for (int i = 0; i < tokens; ++i) {
+    Kokkos::deep_copy(host, logits);
+    const int next = sample_token(host.data(), vocab, options, std::uint64_t(i));
+    out += char(next);
+    if (emit) emit(char(next));
+    if (i + 1 < tokens) feed(next);
+  }
+  return out;
+}
+
+#define KAMP_DECODER_INSTANTIATE_(Space)                      \
+  template class gpt_decoder<Space>;                         \
+  template class state_weights<Space>;                       \
+  template std::string generate(gpt_decoder<Space>&, const std::string&, int, const sampling_options&, \
+                                const std::function<void(char)>&);
+KAMP_GPT_FOR_EACH_SPACE(KAMP_DECODER_INSTANTIATE_)
+
+}  // namespace kamp

@@ -1,0 +1,210 @@
+// Generation: the KV-cache decoder against the training model's full-context forward and an
+// fp64 attention, and the sampler against exact fp64 probabilities.
+#include <kamp/kernels/nn/attention_decode.hpp>
+#include <kamp/model/decoder.hpp>
+#include <kamp/model/trainer.hpp>
+
+#include "../support/catch.hpp"
+
+#include "../support/gpt_shapes.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+using space = Kokkos::DefaultExecutionSpace;
+
+// The decoder's logits for `tokens` fed one at a time, position after position.
+std::vector<std::vector<float>> decoded_logits(kamp::gpt_decoder<>& decoder, const std::vector<int>& tokens) {
+  std::vector<std::vector<float>> out;
+  decoder.reset();
+  for (const int t : tokens) {
+    const auto logits = decoder.advance(t);
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), logits);
+    out.emplace_back(host.data(), host.data() + host.extent(0));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("attention over a KV cache equals fp64 attention over the same keys and values", "[model][decoder]") {
+  const int heads = 3, d = 8, capacity = 6;
+  std::vector<float> rows(std::size_t(capacity) * 3 * heads * d);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = float(std::sin(0.37 * double(i) + 0.1));
+  using mem = space::memory_space;
+  Kokkos::View<float***, Kokkos::LayoutRight, mem> keys("k", heads, capacity, d), values("v", heads, capacity, d);
+  Kokkos::View<float**, Kokkos::LayoutRight, mem> scores("s", heads, capacity), probs("p", heads, capacity);
+  Kokkos::View<float*, mem> out("out", heads * d);
+  const float alpha = 0.5f;
+  for (int pos = 0; pos < capacity; ++pos) {
+    const auto row = Kokkos::create_mirror_view_and_copy(
+        mem(), Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                   rows.data() + std::size_t(pos) * 3 * heads * d, 3 * heads * d));
+    kamp::kv_cache_append(space(), Kokkos::View<const float*, mem>(row), keys, values, pos);
+    kamp::attention_decode(space(), Kokkos::View<const float*, mem>(row), keys, values, pos, alpha, scores, probs, out);
+    const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+    const auto at = [&](int p, int part, int h, int i) {
+      return double(rows[std::size_t(p) * 3 * heads * d + std::size_t(part) * heads * d + h * d + i]);
+    };
+    for (int h = 0; h < heads; ++h) {
+      std::vector<double> w(pos + 1);
+      double top = -1e300, sum = 0;
+      for (int j = 0; j <= pos; ++j) {
+        for (int i = 0; i < d; ++i) w[j] += alpha * at(pos, 0, h, i) * at(j, 1, h, i);
+        top = std::max(top, w[j]);
+      }
+      for (auto& x : w) sum += x = std::exp(x - top);
+      for (int i = 0; i < d; ++i) {
+        double y = 0;
+        for (int j = 0; j <= pos; ++j) y += w[j] / sum * at(j, 2, h, i);
+        CHECK(got(h * d + i) == Approx(y).margin(1e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("the KV-cache decoder's logits equal the full-context forward at every position", "[model][decoder]") {
+  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16,
+                             kamp::precision_mode::amp_fp16, kamp::precision_mode::pure_bf16);
+  CAPTURE(kamp::name(mode));
+  kamp::precision_policy policy;
+  policy.mode = mode;
+  const auto shape = kamp::test::gpt_shape(24, 2, 2, 32, 64);
+  const kamp::token_dataset data(kamp::default_corpus(1 << 15), 0.1, shape.context, "test corpus");
+  kamp::train_options o;
+  o.batch = 2;
+  o.steps = 30;
+  o.lr = 3e-3f;
+  kamp::trainer t(shape, policy, o, data);
+  for (int i = 0; i < o.steps; ++i) t.advance();
+  t.reports();
+
+  std::vector<int> tokens(std::size_t(o.batch) * shape.context), targets(tokens.size());
+  data.sample(kamp::token_dataset::split::validation, 7, 0, o.batch, tokens.data(), targets.data());
+  t.model().evaluate(tokens.data(), targets.data());
+  const std::vector<double> full = t.model().logits();
+
+  kamp::gpt_decoder<> decoder(shape, policy);
+  decoder.bind_weights(t.model().binding());
+  // The second sequence of the batch: its rows in the full forward are not the first ones.
+  const std::vector<int> sequence(tokens.begin() + shape.context, tokens.end());
+  const auto decoded = decoded_logits(decoder, sequence);
+  // Both run the same kernels in the same types; they differ only in the order the GEMMs sum
+  // in (one row against a batch of rows), an fp32 rounding. In a 16-bit mode such a
+  // difference can flip the rounding of an activation to bf16/fp16 and travel on: one
+  // bf16 ulp (2^-8) of the logits' scale bounds it.
+  const double bound = mode == kamp::precision_mode::fp32 ? 1e-5 : 1.0 / 256;
+  double scale = 0, worst = 0;
+  for (int p = 0; p < shape.context; ++p)
+    for (int v = 0; v < shape.vocab; ++v) {
+      const double want = full[(std::size_t(shape.context) + p) * shape.vocab + v];
+      scale = std::max(scale, std::abs(want));
+      worst = std::max(worst, std::abs(double(decoded[p][v]) - want));
+    }
+  CAPTURE(scale, worst);
+  CHECK(scale > 1.0);
+  CHECK(worst <= bound * scale);
+}
+
+TEST_CASE("greedy decoding of a model trained on a repeating text reproduces the text", "[model][decoder]") {
+  const std::string period = "kamp rounds to nearest even; ";
+  std::string text;
+  while (text.size() < 8192) text += period;
+  const auto shape = kamp::test::gpt_shape(32, 2, 2, 64, 128);
+  const kamp::token_dataset data(text, 0.1, shape.context, "repeating text");
+  kamp::precision_policy policy;
+  policy.mode = kamp::precision_mode::amp_bf16;
+  kamp::train_options o;
+  o.batch = 8;
+  o.steps = 150;
+  o.lr = 3e-3f;
+  o.warmup = 10;
+  kamp::trainer t(shape, policy, o, data);
+  for (int i = 0; i < o.steps; ++i) t.advance();
+  CHECK(t.reports().back().loss < 0.05);
+
+  kamp::gpt_decoder<> decoder(shape, policy);
+  decoder.bind_weights(t.model().binding());
+  kamp::sampling_options greedy;
+  greedy.temperature = 0;
+  const std::string prompt = "to nearest";
+  // 80 tokens run past the 32-position cache: the sliding window restarts twice on its way.
+  const std::string want = (text + text).substr(text.find(prompt) + prompt.size(), 80);
+  CHECK(kamp::generate(decoder, prompt, 80, greedy) == want);
+}
+
+TEST_CASE("the sampler draws each token with its softmax probability", "[model][sampling]") {
+  const std::vector<float> logits = {1.0f, 3.0f, 0.5f, 3.0f, -2.0f, 2.0f};
+  const int vocab = int(logits.size());
+  kamp::sampling_options o;
+
+  SECTION("greedy: the most likely token, the lower id among equals") {
+    o.temperature = 0;
+    CHECK(kamp::sample_token(logits.data(), vocab, o, 0) == 1);
+    o.temperature = 1;
+    o.top_k = 1;
+    CHECK(kamp::sample_token(logits.data(), vocab, o, 5) == 1);
+  }
+  SECTION("frequencies match fp64 probabilities, with temperature and top-k") {
+    o.temperature = GENERATE(1.0f, 0.5f, 2.0f);
+    o.top_k = GENERATE(0, 3);
+    o.seed = 99;
+    const int k = o.top_k == 0 ? vocab : o.top_k;
+    std::vector<int> order = {1, 3, 5, 0, 2, 4};  // by logit, ties by id
+    std::vector<double> p(vocab, 0.0);
+    double sum = 0;
+    for (int i = 0; i < k; ++i) sum += p[order[i]] = std::exp(double(logits[order[i]]) / o.temperature);
+    for (auto& x : p) x /= sum;
+    const int draws = 40000;
+    std::vector<int> count(vocab, 0);
+    for (int n = 0; n < draws; ++n) ++count[kamp::sample_token(logits.data(), vocab, o, std::uint64_t(n))];
+    for (int v = 0; v < vocab; ++v) {
+      CAPTURE(o.temperature, o.top_k, v, count[v], p[v]);
+      if (p[v] == 0) {
+        CHECK(count[v] == 0);
+      } else {
+        // Within 5 binomial standard deviations.
+        CHECK(std::abs(count[v] - draws * p[v]) <= 5 * std::sqrt(draws * p[v] * (1 - p[v])) + 1);
+      }
+    }
+  }
+  SECTION("the same seed and draw give the same token; bad options and logits are refused") {
+    o.seed = 5;
+    for (std::uint64_t n = 0; n < 50; ++n)
+      CHECK(kamp::sample_token(logits.data(), vocab, o, n) == kamp::sample_token(logits.data(), vocab, o, n));
+    o.temperature = -1;
+    CHECK_THROWS_WITH(kamp::sample_token(logits.data(), vocab, o, 0), kamp::test::contains("temperature"));
+    o.temperature = 1;
+    o.top_k = vocab + 1;
+    CHECK_THROWS_WITH(kamp::sample_token(logits.data(), vocab, o, 0), kamp::test::contains("top-k"));
+    o.top_k = 0;
+    std::vector<float> bad = logits;
+    bad[2] = std::nanf("");
+    CHECK_THROWS_WITH(kamp::sample_token(bad.data(), vocab, o, 0), kamp::test::contains("non-finite"));
+  }
+}
+
+TEST_CASE("the decoder refuses tokens outside the vocabulary and a full cache", "[model][decoder]") {
+  const auto shape = kamp::test::gpt_shape(4, 1, 1, 8, 16);
+  kamp::precision_policy policy;
+  policy.mode = kamp::precision_mode::fp32;
+  const auto w = kamp::gpt2_initial_weights(shape, 1);
+  const Kokkos::View<float*, space::memory_space> weights("w", w.size());
+  Kokkos::deep_copy(weights, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(w.data(), w.size()));
+  kamp::gpt_decoder<> decoder(shape, policy);
+  CHECK_THROWS_WITH(decoder.advance(1), kamp::test::contains("bind_weights"));
+  const kamp::weights_ref ref{kamp::dtype::fp32, weights.data()};
+  decoder.bind_weights({ref, kamp::gpt_parameters(shape).table, ref});
+  CHECK_THROWS_WITH(decoder.advance(256), kamp::test::contains("outside the vocabulary"));
+  for (int i = 0; i < shape.context; ++i) decoder.advance(i);
+  CHECK_THROWS_WITH(decoder.advance(0), kamp::test::contains("full"));
+  decoder.reset();
+  CHECK(decoder.position() == 0);
+  kamp::sampling_options o;
+  CHECK(kamp::generate(decoder, "abc", 9, o).size() == 9);  // past the 4-position cache
+  CHECK_THROWS_WITH(kamp::generate(decoder, "", 3, o), kamp::test::contains("prompt"));
+}
