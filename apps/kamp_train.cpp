@@ -1,4 +1,5 @@
 // kamp-train: trains the GPT with kamp's kernels in the chosen precision mode.
+#include <kamp/model/decoder.hpp>
 #include <kamp/model/doctor.hpp>
 #include <kamp/model/memory_plan.hpp>
 #include <kamp/model/memory_tracker.hpp>
@@ -33,7 +34,7 @@ struct run_settings {
   kamp::train_options train;
   std::string data, metrics, summary;
   double validation_fraction = 0.1;
-  int eval_every = 50, eval_batches = 8, log_every = 10;
+  int eval_every = 50, eval_batches = 8, log_every = 10, sample_every = 0, sample_tokens = 64;
   std::string checkpoint_dir = "checkpoints", checkpoint_every = "0", resume;
   int keep_checkpoints = 3;
   kamp::run_request request;
@@ -78,7 +79,8 @@ void add_options(CLI::App& app, run_settings& s) {
                  "amp_fp16: clean steps before the loss scale doubles")
       ->capture_default_str();
   kamp::app::add_model_options(app, s.model);
-  app.add_option("--data", s.data, "Train on this text file (bytes are tokens); default: the built-in corpus");
+  app.add_option("--data", s.data, "Train on this text file, or every text file under this directory (bytes are tokens: a vocabulary of 256; "
+                 "binary files are skipped); default: the built-in corpus");
   app.add_option("--validation-fraction", s.validation_fraction, "Tail of the text kept for validation")
       ->capture_default_str();
   app.add_option("--eval-every", s.eval_every, "Validation loss every N steps (0: only at the end)")
@@ -87,6 +89,11 @@ void add_options(CLI::App& app, run_settings& s) {
   app.add_option("--metrics", s.metrics,
                  "Write per-step metrics (step, loss, val_loss, scale, skipped, grad_norm, lr, tokens_per_s) to this "
                  "file: .csv or .jsonl");
+  app.add_option("--sample-every", s.sample_every,
+                 "Every N steps, print --sample-tokens bytes the model generates from the start of the validation "
+                 "text (temperature 0.8, one line); 0: off")
+      ->capture_default_str();
+  app.add_option("--sample-tokens", s.sample_tokens, "Bytes in each --sample-every sample")->capture_default_str();
   app.add_option("--summary", s.summary, "Write the run's summary as JSON to this file");
   app.add_option("--log-every", s.log_every, "Without a terminal, print a line every N steps")->capture_default_str();
   app.add_option("--checkpoint-dir", s.checkpoint_dir,
@@ -182,6 +189,8 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   check_precision_rules(s);
   if (s.eval_batches < 1) throw std::invalid_argument("--eval-batches must be >= 1");
   if (s.eval_every < 0 || s.log_every < 1) throw std::invalid_argument("--eval-every must be >= 0, --log-every >= 1");
+  if (s.sample_every < 0 || s.sample_tokens < 1)
+    throw std::invalid_argument("--sample-every must be >= 0 (0: off) and --sample-tokens >= 1");
   const auto every = kamp::app::checkpoint_interval::parse(s.checkpoint_every);
   const kamp::checkpoint_directory checkpoints(s.checkpoint_dir, s.keep_checkpoints);
   // A new run must not mix its checkpoints with another run's: --resume auto would pick theirs.
@@ -199,7 +208,10 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   const kamp::token_dataset data =
       s.data.empty() ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context,
                                            "built-in corpus")
-                     : kamp::token_dataset::from_file(s.data, s.validation_fraction, s.model.context);
+                     : kamp::token_dataset::from_path(s.data, s.validation_fraction, s.model.context);
+  if (!data.skipped().empty())
+    std::printf("note: --data: skipped %zu binary files (with NUL bytes), e.g. %s\n", data.skipped().size(),
+                data.skipped().front().c_str());
   const kamp::memory_tracker memory;
   kamp::trainer trainer(s.model, s.policy, s.train, data,
                         {ranks, s.gradient_reduction == "bf16" ? kamp::dtype::bf16 : kamp::dtype::fp32});
@@ -268,6 +280,22 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                   double(std::filesystem::file_size(path)) / 1e6, seconds);
     return 0;
   }
+  // Samples come from rank 0's model copy with the decoder generation uses; the prompt is the
+  // start of the validation text, so it is shaped like the data.
+  std::optional<kamp::gpt_decoder<>> sampler;
+  const auto& held_out = data.bytes(kamp::token_dataset::split::validation);
+  const std::string sample_prompt(held_out.begin(), held_out.begin() + std::min<std::size_t>(16, held_out.size()));
+  const auto print_sample = [&](std::int64_t step) {
+    if (!sampler) {
+      sampler.emplace(s.model, s.policy);
+      sampler->bind_weights(trainer.model().binding());
+    }
+    std::string text = sample_prompt + kamp::generate(*sampler, sample_prompt, s.sample_tokens,
+                                                      {0.8f, 0, s.train.seed + std::uint64_t(step)});
+    for (char& c : text)  // one log line: control bytes become spaces, UTF-8 stays
+      if ((unsigned char)c < 0x20 || c == 0x7f) c = ' ';
+    std::printf("sample at step %lld: %s\n", static_cast<long long>(step), text.c_str());
+  };
   const kamp::app::stop_request stop;
   const std::int64_t first_step = trainer.attempts() + 1;
   const double initial_validation = trainer.validation_loss(s.eval_batches);
@@ -286,6 +314,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   while (taken < s.train.steps && !stopped_by) {
     std::int64_t run = std::min<std::int64_t>(s.train.steps - taken, s.log_every - taken % s.log_every);
     if (s.eval_every > 0) run = std::min<std::int64_t>(run, s.eval_every - taken % s.eval_every);
+    if (s.sample_every > 0) run = std::min<std::int64_t>(run, s.sample_every - taken % s.sample_every);
     run = std::min(run, every.steps_until_due(taken));
     for (std::int64_t i = 0; i < run; ++i) trainer.advance();
     const std::vector<kamp::step_report> reports = trainer.reports();
@@ -324,6 +353,11 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
         validation = trainer.validation_loss(s.eval_batches);
       bar.update(r, taken, validation);
       if (metrics) metrics->write(r, validation);
+    }
+    if (s.sample_every > 0 && !reports.back().skipped && taken % s.sample_every == 0 && ranks.rank() == 0) {
+      bar.finish();
+      print_sample(taken);
+      std::fflush(stdout);
     }
     if (!reports.back().skipped &&
         ranks.max(every.due(taken, std::chrono::duration<double>(clock::now() - saved_time).count())))

@@ -2,7 +2,10 @@
 #include <kamp/model/device_batches.hpp>
 #include <kamp/numeric/counter_random.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <iterator>
 #include <sstream>
 #include <stdexcept>
@@ -85,13 +88,55 @@ token_dataset::token_dataset(const std::string& text, double validation_fraction
                                 " bytes. Use a longer text or a shorter context");
 }
 
-token_dataset token_dataset::from_file(const std::string& path, double validation_fraction, int context) {
+namespace {
+
+std::string read_all(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("data: cannot open '" + path + "' for reading; check the path given to --data");
+  if (!in) throw std::runtime_error("data: cannot open '" + path.string() + "' for reading; check the path given to --data");
   std::ostringstream s;
   s << in.rdbuf();
-  if (in.bad()) throw std::runtime_error("data: reading '" + path + "' failed");
-  return token_dataset(s.str(), validation_fraction, context, path);
+  if (in.bad()) throw std::runtime_error("data: reading '" + path.string() + "' failed");
+  return s.str();
+}
+
+}  // namespace
+
+token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error)) return token_dataset(read_all(path), validation_fraction, context, path);
+  // Path order, so that the text (and a run's batches) is the same on every file system.
+  std::vector<std::filesystem::path> files;
+  for (auto it = std::filesystem::recursive_directory_iterator(
+           path, std::filesystem::directory_options::follow_directory_symlink, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error))
+    if (it->is_regular_file(error)) files.push_back(it->path());
+  if (error) throw std::runtime_error("data: cannot list the directory '" + path + "': " + error.message());
+  std::sort(files.begin(), files.end());
+  // A file reached twice (a symbolic link beside its target, as Debian's fortunes have) is read once.
+  std::set<std::filesystem::path> seen;
+  files.erase(std::remove_if(files.begin(), files.end(),
+                             [&](const std::filesystem::path& f) {
+                               return !seen.insert(std::filesystem::weakly_canonical(f, error)).second;
+                             }),
+              files.end());
+  std::string text;
+  std::vector<std::string> skipped;
+  std::size_t used = 0;
+  for (const auto& f : files) {
+    std::string content = read_all(f);
+    if (content.find('\0') != std::string::npos) {
+      skipped.push_back(f.string());
+      continue;
+    }
+    text += content;
+    ++used;
+  }
+  if (used == 0)
+    throw std::runtime_error("data: the directory '" + path + "' holds no text file (" + std::to_string(skipped.size()) +
+                             " binary files skipped); give --data a text file or a directory of them");
+  token_dataset out(text, validation_fraction, context, path + " (" + std::to_string(used) + " files)");
+  out.skipped_ = std::move(skipped);
+  return out;
 }
 
 void token_dataset::sample(split part, std::uint64_t seed, std::uint64_t index, int batch, int* tokens,

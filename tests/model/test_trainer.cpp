@@ -7,6 +7,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
 
 namespace {
 
@@ -165,8 +170,34 @@ TEST_CASE("bad configurations are rejected before anything is allocated", "[mode
   CHECK_THROWS_WITH(kamp::trainer(tiny_model(), policy(kamp::precision_mode::fp32), o, corpus()),
                     kamp::test::contains("lr must be finite and > 0"));
   CHECK_THROWS_WITH(kamp::token_dataset("short text", 0.1, 32, "inline"), kamp::test::contains("each part needs at least"));
-  CHECK_THROWS_WITH(kamp::token_dataset::from_file("/nonexistent/corpus.txt", 0.1, 32),
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path("/nonexistent/corpus.txt", 0.1, 32),
                     kamp::test::contains("cannot open '/nonexistent/corpus.txt'"));
+}
+
+TEST_CASE("a data directory gives its text files in path order and skips binary ones", "[model][data]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kamp_data_dir_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "b");
+  const auto write = [](const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; };
+  const std::string first(40, 'x'), second(30, 'y');
+  write(dir / "b" / "two.txt", second);
+  write(dir / "a.txt", first);
+  write(dir / "a.dat", std::string("index\0\1", 7));
+  fs::create_symlink(dir / "a.txt", dir / "c_link.txt");  // read once, as its target
+  const auto data = kamp::token_dataset::from_path(dir.string(), 0.25, 8);
+  std::string seen(data.bytes(kamp::token_dataset::split::train).begin(),
+                   data.bytes(kamp::token_dataset::split::train).end());
+  seen.append(data.bytes(kamp::token_dataset::split::validation).begin(),
+              data.bytes(kamp::token_dataset::split::validation).end());
+  CHECK(seen == first + second);
+  REQUIRE(data.skipped().size() == 1);
+  CHECK(fs::path(data.skipped()[0]).filename() == "a.dat");
+  CHECK_THAT(data.source(), kamp::test::contains("2 files"));
+  fs::remove(dir / "a.txt");
+  fs::remove_all(dir / "b");
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir.string(), 0.25, 8), kamp::test::contains("holds no text file"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("the device-side schedule gives each step warm-up then cosine decay", "[model][schedule]") {

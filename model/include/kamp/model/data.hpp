@@ -24,8 +24,12 @@ class token_dataset {
 
   /// Throws std::invalid_argument when either part is too short for one window.
   token_dataset(const std::string& text, double validation_fraction, int context, std::string source);
-  /// Reads a whole file; throws std::runtime_error naming the file when it cannot be read.
-  static token_dataset from_file(const std::string& path, double validation_fraction, int context);
+  /// Reads a whole file, or every text file of a directory and its subdirectories in path
+  /// order, concatenated (files with a NUL byte are binary and skipped; skipped() lists them).
+  /// Throws std::runtime_error naming the path when it cannot be read or holds no text.
+  static token_dataset from_path(const std::string& path, double validation_fraction, int context);
+  /// The files of a directory that from_path left out as binary.
+  const std::vector<std::string>& skipped() const { return skipped_; }
 
   /// Fills tokens and targets (each batch x context, row-major) with window b of batch `index`.
   void sample(split part, std::uint64_t seed, std::uint64_t index, int batch, int* tokens, int* targets) const;
@@ -39,6 +43,7 @@ class token_dataset {
   std::vector<std::uint8_t> train_, validation_;
   int context_;
   std::string source_;
+  std::vector<std::string> skipped_;
 };
 
 }  // namespace kamp
