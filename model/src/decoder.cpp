@@ -80,10 +80,15 @@ typename gpt_decoder<ES>::logits_view gpt_decoder<ES>::advance(int token) {
 }
 
 template <class ES>
+auto gpt_decoder<ES>::reader() const {
+  return detail::weight_reader<float, memory_space>{parameters_.table, binding_, exact_offsets_};
+}
+
+template <class ES>
 template <class P>
 void gpt_decoder<ES>::forward() {
   using v = views<memory_space>;
-  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  const auto w = reader();
   embedding_forward(space_, Kokkos::View<const int**, Kokkos::LayoutRight, memory_space>(buf_->token),
                     w.template exact_matrix<P>(parameters_.wte), w.template exact_matrix<P>(parameters_.wpe),
                     typename v::template matrix<float>(buf_->residual[0].data(), 1, config_.d_model), position_);
@@ -118,7 +123,7 @@ template <class P, class T>
 void gpt_decoder<ES>::attention(int l) {
   using v = views<memory_space>;
   auto& b = *buf_;
-  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  const auto w = reader();
   const auto& prm = parameters_.blocks[l];
   const std::size_t c = config_.d_model, heads = config_.heads, d = c / heads, capacity = config_.context;
   const auto ln = norm<T, P>(space_, w, prm.ln1, b.residual[0], b.ln_out, b.ln_mean, b.ln_rstd);
@@ -133,11 +138,7 @@ void gpt_decoder<ES>::attention(int l) {
   attention_decode(space_, row, keys, values, position_, float(1.0 / std::sqrt(double(d))),
                    typename v::template matrix<float>(b.scores.data(), heads, capacity),
                    v::template as_matrix<T>(b.probs, heads, capacity), y);
-  detail::residual_linear(space_, typename v::template matrix<const T>(y.data(), 1, c),
-                          w.template gemm<P, T>(prm.attn_proj.weight),
-                          w.template bias<P>(prm.attn_proj.bias, space_, b.bias),
-                          typename v::template matrix<const float>(b.residual[0].data(), 1, c),
-                          typename v::template matrix<float>(b.residual[1].data(), 1, c));
+  residual_branch<P>(prm.attn_proj, typename v::template matrix<const T>(y.data(), 1, c), 0, 1);
 }
 
 template <class ES>
@@ -145,7 +146,7 @@ template <class P, class T>
 void gpt_decoder<ES>::mlp(int l) {
   using v = views<memory_space>;
   auto& b = *buf_;
-  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  const auto w = reader();
   const auto& prm = parameters_.blocks[l];
   const std::size_t c = config_.d_model, m = config_.mlp;
   const auto ln = norm<T, P>(space_, w, prm.ln2, b.residual[1], b.ln_out, b.ln_mean, b.ln_rstd);
@@ -153,11 +154,20 @@ void gpt_decoder<ES>::mlp(int l) {
   detail::linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), fc_pre,
                  w.template bias<P>(prm.fc.bias, space_, b.bias));
   gelu_forward(space_, typename v::template vector<const float>(b.fc_pre.data(), m), v::template as_vector<T>(b.fc_act, m));
-  detail::residual_linear(space_, v::template as_matrix<const T>(b.fc_act, 1, m),
-                          w.template gemm<P, T>(prm.mlp_proj.weight),
-                          w.template bias<P>(prm.mlp_proj.bias, space_, b.bias),
-                          typename v::template matrix<const float>(b.residual[1].data(), 1, c),
-                          typename v::template matrix<float>(b.residual[0].data(), 1, c));
+  residual_branch<P>(prm.mlp_proj, v::template as_matrix<const T>(b.fc_act, 1, m), 1, 0);
+}
+
+template <class ES>
+template <class P, class In>
+void gpt_decoder<ES>::residual_branch(const linear_parameters& p, const In& in, int from, int to) {
+  using v = views<memory_space>;
+  using T = typename In::non_const_value_type;
+  auto& b = *buf_;
+  const std::size_t c = config_.d_model;
+  const auto w = reader();
+  detail::residual_linear(space_, in, w.template gemm<P, T>(p.weight), w.template bias<P>(p.bias, space_, b.bias),
+                          typename v::template matrix<const float>(b.residual[from].data(), 1, c),
+                          typename v::template matrix<float>(b.residual[to].data(), 1, c));
 }
 
 template <class ES>
@@ -165,7 +175,7 @@ template <class P, class T>
 void gpt_decoder<ES>::head() {
   using v = views<memory_space>;
   auto& b = *buf_;
-  const detail::weight_reader<float, memory_space> w{parameters_.table, binding_, exact_offsets_};
+  const auto w = reader();
   const auto ln = norm<T, P>(space_, w, parameters_.lnf, b.residual[0], b.ln_out, b.ln_mean, b.ln_rstd);
   detail::linear(space_, ln, w.template gemm<P, T>(parameters_.wte),
                  typename v::template matrix<float>(b.logits.data(), 1, config_.vocab),

@@ -61,6 +61,11 @@ class gpt_decoder {
   void mlp(int l);
   template <class P, class T>
   void head();
+  /// residual[to] = residual[from] + in · Wᵀ + bias: a block's output Linear and skip connection.
+  template <class P, class In>
+  void residual_branch(const linear_parameters& p, const In& in, int from, int to);
+  /// The bound weights as typed views (model/src/gpt_parts.hpp).
+  auto reader() const;
 
   gpt_config config_;
   precision_policy policy_;
