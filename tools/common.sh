@@ -7,9 +7,10 @@ KAMP_JOBS=${KAMP_JOBS:-$(nproc)}
 
 # kamp's own builds go through ccache, one cache per CPU feature set: ccache keys -march=native
 # by its spelling, and a cache shared by AVX-512 and AVX2 hosts would hand AVX-512 objects to an
-# AVX2 one. CI clones anew each run; the cache is what keeps its rebuilds short.
+# AVX2 one. CI clones anew each run; the cache is what keeps its rebuilds short, and its base
+# directory (the clone) makes paths inside the clone relative, so two clones share entries.
 kamp_cpu_kind=$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)
-kamp_ccache_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=$KAMP_CACHE_DIR/ccache-$kamp_cpu_kind;CCACHE_MAXSIZE=20G;ccache")
+kamp_ccache_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=$KAMP_CACHE_DIR/ccache-$kamp_cpu_kind;CCACHE_BASEDIR=$KAMP_REPO_DIR;CCACHE_MAXSIZE=20G;ccache")
 
 kamp_step() { printf '\n==> %s\n' "$*"; }
 kamp_die() {
