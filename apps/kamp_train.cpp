@@ -337,6 +337,9 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
           std::printf("%s: running the precision doctor\n%s", why.c_str(),
                       kamp::report(kamp::diagnose(trainer)).c_str());
         }
+        if (!s.metrics.empty())
+          std::printf("see the run so far (loss, loss scale, skipped steps, gradient norm): tools/plot-metrics %s\n",
+                      s.metrics.c_str());
         std::fflush(stdout);
       }
       if (consecutive_skips == 50)
