@@ -40,6 +40,10 @@ std::pair<std::string, kamp::training_state> load(const generate_settings& s) {
 }
 
 int run(const generate_settings& s) {
+  // The options first: a bad one must not cost a checkpoint read or leave the prompt on stdout.
+  s.sampling.validate(256);
+  if (s.prompt.empty()) throw std::invalid_argument("--prompt needs at least one byte to start from");
+  if (s.tokens < 0) throw std::invalid_argument("--tokens must be >= 0, got " + std::to_string(s.tokens));
   const auto [path, state] = load(s);
   kamp::gpt_decoder<> decoder(state.model, state.policy);
   const kamp::state_weights<> weights(state);

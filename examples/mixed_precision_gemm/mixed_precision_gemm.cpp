@@ -3,8 +3,11 @@
 // the path each GEMM took on this machine (a vendor library or kamp's portable kernel).
 #include <kamp/kamp.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace {
 

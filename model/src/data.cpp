@@ -108,15 +108,19 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::recursive_directory_iterator(
            path, std::filesystem::directory_options::follow_directory_symlink, error);
-       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error))
-    if (it->is_regular_file(error)) files.push_back(it->path());
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    std::error_code no_file;  // a dangling symbolic link has no content: left out, not an error
+    if (it->is_regular_file(no_file)) files.push_back(it->path());
+  }
   if (error) throw std::runtime_error("data: cannot list the directory '" + path + "': " + error.message());
   std::sort(files.begin(), files.end());
   // A file reached twice (a symbolic link beside its target, as Debian's fortunes have) is read once.
   std::set<std::filesystem::path> seen;
   files.erase(std::remove_if(files.begin(), files.end(),
                              [&](const std::filesystem::path& f) {
-                               return !seen.insert(std::filesystem::weakly_canonical(f, error)).second;
+                               std::error_code unresolved;
+                               const auto target = std::filesystem::weakly_canonical(f, unresolved);
+                               return !seen.insert(unresolved ? f : target).second;
                              }),
               files.end());
   std::string text;

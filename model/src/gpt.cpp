@@ -150,7 +150,8 @@ struct gpt<Real, ES>::weights : detail::weight_reader<Real, memory_space> {
   }
   template <class P>
   typename v::template vector<const Real> bias(std::size_t i) const {
-    return this->template weight_reader<Real, memory_space>::template bias<P>(i, model.space_, (*model.buf_)(activation::bias));
+    using reader = detail::weight_reader<Real, memory_space>;
+    return reader::template bias<P>(i, model.space_, (*model.buf_)(activation::bias));
   }
 };
 

@@ -30,9 +30,14 @@ grep -q 'step 6, amp_bf16' gen.txt || fail "kamp-generate did not name the check
 cmp -s a.txt b.txt || fail "the same seed gave different text"
 "$generate" --checkpoint fp16/step-00000006.h5 --temperature 0 --tokens 30 >c.txt 2>gen.txt
 grep -q 'amp_fp16' gen.txt || fail "the amp_fp16 checkpoint was not read in its mode"
+[ "$(stat -c %s c.txt)" -eq 35 ] || fail "greedy amp_fp16: expected 35 bytes, got $(stat -c %s c.txt)"
+"$generate" --checkpoint fp16/step-00000006.h5 --temperature 0 --tokens 30 >d.txt 2>/dev/null
+cmp -s c.txt d.txt || fail "greedy decoding gave different text twice"
 refused "no directory 'nowhere'.*train first" "$generate" --checkpoint-dir nowhere
 refused "no such file" "$generate" --checkpoint /nonexistent.h5
 refused "temperature must be finite and >= 0" "$generate" --temperature -1
+"$generate" --temperature -1 >out.txt 2>/dev/null || true
+[ ! -s out.txt ] || fail "a refused option still printed the prompt"
 refused "top-k must lie in \[0, 256\]" "$generate" --top-k 300
 refused "prompt needs at least one byte" "$generate" --prompt ""
 

@@ -98,7 +98,7 @@ class state_weights {
 struct sampling_options {
   float temperature = 1.0f;  ///< logits are divided by it; 0: greedy (the most likely token)
   int top_k = 0;             ///< draw among the k most likely tokens only; 0: all
-  std::uint64_t seed = 0;    ///< the draws are counter_random(seed, n): the same on every machine
+  std::uint64_t seed = 0;    ///< draw n uses counter_random(seed, 2n) and (seed, 2n + 1): the same everywhere
 
   /// Throws std::invalid_argument naming the bad field and its range.
   void validate(int vocab) const;
@@ -106,7 +106,7 @@ struct sampling_options {
 
 /// The token drawn from `logits` (host, `vocab` of them) as draw number `draw` of a run:
 /// softmax(logits / temperature) in fp64 over the top_k most likely (ties: the lower id), then
-/// inverse-CDF sampling with one uniform from (seed, draw). Greedy when temperature is 0.
+/// inverse-CDF sampling with one 53-bit uniform from the words (seed, 2·draw), (seed, 2·draw + 1). Greedy when temperature is 0.
 int sample_token(const float* logits, int vocab, const sampling_options& options, std::uint64_t draw);
 
 /// Feeds `prompt` (byte tokens; at least one) to `decoder` from position 0, then draws `tokens`
