@@ -29,8 +29,8 @@ struct op_observation {
 
 /// \brief A flat weight buffer the model reads: its element type and device pointer.
 struct weights_ref {
-  dtype type;
-  const void* data;
+  dtype type = dtype::fp32;
+  const void* data = nullptr;  ///< null: nothing bound yet
 };
 
 /// \brief The weights a model reads: the exact ones (fp32 master, fp32 weights, or pure bf16),
