@@ -3,20 +3,8 @@
 # (prompt + N bytes, the same for a seed), an amp_fp16 checkpoint in its mode, and the errors
 # bad input gets.
 #   generate.sh KAMP-TRAIN KAMP-GENERATE WORK-DIR
-set -euo pipefail
 train=$1 generate=$2
-work=$3/generate
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-export OMP_PROC_BIND=false
-fail() { echo "FAIL: $*" >&2; exit 1; }
-refused() {  # refused PATTERN COMMAND...: a non-zero exit whose stderr matches
-  local pattern=$1 rc=0
-  shift
-  "$@" >/dev/null 2>err.txt || rc=$?
-  [ "$rc" -ne 0 ] || fail "'$*' exited 0"
-  grep -Eq "$pattern" err.txt || { cat err.txt >&2; fail "'$*': no '$pattern' in its message"; }
-}
-tiny=(--layers 1 --heads 2 --d-model 32 --mlp 64 --context 16 --batch 4 --eval-batches 1 --steps 6)
+source "$(dirname "${BASH_SOURCE[0]}")/cli_checks.sh" "$3/generate"
 
 "$train" "${tiny[@]}" --sample-every 3 --sample-tokens 20 >train.txt
 grep -q '^sample at step 3: ' train.txt && grep -q '^sample at step 6: ' train.txt || fail "no samples at steps 3 and 6"

@@ -2,20 +2,8 @@
 # tools/plot-metrics on the metrics of real (tiny) runs: a CSV alone, a CSV and a JSONL overlaid,
 # and the errors bad input gets.
 #   plot_metrics.sh KAMP-TRAIN PYTHON PLOT-METRICS WORK-DIR
-set -euo pipefail
 train=$1 python=$2 plot=$3
-work=$4/plot_metrics
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-export OMP_PROC_BIND=false
-fail() { echo "FAIL: $*" >&2; exit 1; }
-refused() {  # refused PATTERN COMMAND...: a non-zero exit whose stderr matches
-  local pattern=$1 rc=0
-  shift
-  "$@" >/dev/null 2>err.txt || rc=$?
-  [ "$rc" -ne 0 ] || fail "'$*' exited 0"
-  grep -Eq "$pattern" err.txt || { cat err.txt >&2; fail "'$*': no '$pattern' in its message"; }
-}
-tiny=(--layers 1 --heads 2 --d-model 32 --mlp 64 --context 16 --batch 4 --eval-batches 1 --steps 6)
+source "$(dirname "${BASH_SOURCE[0]}")/cli_checks.sh" "$4/plot_metrics"
 "$train" "${tiny[@]}" --metrics bf16.csv --checkpoint-dir bf16 >/dev/null
 "$train" "${tiny[@]}" --mode amp_fp16 --metrics fp16.jsonl --checkpoint-dir fp16 >/dev/null
 
