@@ -40,6 +40,8 @@ struct run_settings {
   kamp::run_request request;
   bool diagnose = false, overwrite_checkpoints = false;
   std::string gradient_reduction = "fp32";
+  std::string sharding = "optimizer";
+  bool reshard_after_forward = true;
 };
 
 void add_options(CLI::App& app, run_settings& s) {
@@ -115,7 +117,18 @@ void add_options(CLI::App& app, run_settings& s) {
                  "Quantized weights (e.g. int8, 4bit): not supported by kamp, refused with the reason")
       ->capture_default_str();
   app.add_flag("--enable-fsdp", s.request.enable_fsdp,
-               "Shard the run across MPI ranks (llama-recipes' enable_fsdp); checked against the precision mode");
+               "llama-recipes' enable_fsdp: --sharding parameters unless --sharding is given; checked against the "
+               "precision mode");
+  app.add_option("--sharding", s.sharding,
+                 "Under mpirun or srun, what each rank keeps only its shard of: optimizer (master weights and "
+                 "moments, ZeRO-1), gradients (also the gradients, ZeRO-2) or parameters (also the model copy, "
+                 "ZeRO-3 / FSDP full shard)")
+      ->check(CLI::IsMember({"optimizer", "gradients", "parameters"}))
+      ->capture_default_str();
+  app.add_option("--reshard-after-forward", s.reshard_after_forward,
+                 "--sharding parameters: gather each block again for the backward pass (FSDP's FULL_SHARD); false "
+                 "keeps the blocks gathered from the forward pass (SHARD_GRAD_OP: more memory, fewer gathers)")
+      ->capture_default_str();
   app.add_option("--gradient-reduction", s.gradient_reduction,
                  "Under mpirun or srun: the gradients' type on the network, fp32 or bf16 (half the bytes; each "
                  "partial sum is rounded to bf16)")
@@ -177,6 +190,10 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   if (ranks.rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
     throw std::runtime_error("cannot silence the standard output of rank " + std::to_string(ranks.rank()));
   s.policy = s.precision.policy();
+  const kamp::sharding level = kamp::parse_sharding(s.sharding);
+  if (s.sample_every > 0 && ranks.distributed() && level == kamp::sharding::parameters)
+    throw std::invalid_argument("--sample-every needs the whole model on one rank, which --sharding parameters never "
+                                "gathers: sample from a checkpoint with kamp-generate instead");
   if (s.diagnose && ranks.distributed())
     throw std::invalid_argument("--diagnose runs the precision doctor in one process: run kamp-train --diagnose "
                                 "--resume PATH without mpirun on a checkpoint of this run");
@@ -214,7 +231,8 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                 data.skipped().front().c_str());
   const kamp::memory_tracker memory;
   kamp::trainer trainer(s.model, s.policy, s.train, data,
-                        {ranks, s.gradient_reduction == "bf16" ? kamp::dtype::bf16 : kamp::dtype::fp32});
+                        {ranks, s.gradient_reduction == "bf16" ? kamp::dtype::bf16 : kamp::dtype::fp32, level,
+                         s.reshard_after_forward});
   const auto& table = trainer.model().table();
   std::printf("kamp-train: GPT %d layers, %d heads, d_model %d, mlp %d, context %d: %zu parameters\n", s.model.layers,
               s.model.heads, s.model.d_model, s.model.mlp, s.model.context, table.parameter_count());
@@ -227,10 +245,13 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
               Kokkos::DefaultExecutionSpace().concurrency());
   for (const std::string& line : kamp::gemm_paths(s.policy)) std::printf("  GEMMs %s\n", line.c_str());
   if (ranks.distributed())
-    std::printf("  data parallel: %d MPI ranks x batch %d = %d sequences per micro-batch; each rank owns 1/%d of the "
-                "optimizer state; gradients reduced in %s%s\n",
-                ranks.size(), s.train.batch, ranks.size() * s.train.batch, ranks.size(), s.gradient_reduction.c_str(),
-                ranks.gpu_aware() ? " (GPU-aware MPI)" : "");
+    std::printf("  data parallel: %d MPI ranks x batch %d = %d sequences per micro-batch; sharding %s: each rank "
+                "keeps 1/%d of the %s; gradients reduced in %s%s\n",
+                ranks.size(), s.train.batch, ranks.size() * s.train.batch, s.sharding.c_str(), ranks.size(),
+                level == kamp::sharding::optimizer   ? "optimizer state"
+                : level == kamp::sharding::gradients ? "optimizer state and gradients"
+                                                     : "optimizer state, gradients and model copy",
+                s.gradient_reduction.c_str(), ranks.gpu_aware() ? " (GPU-aware MPI)" : "");
   const bool resumed = !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train, s.policy).empty();
   std::fflush(stdout);
   if (s.diagnose) {
@@ -248,9 +269,8 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
     kamp::training_state state = trainer.state();
     state.run_config = run_config;
     const auto start = clock::now();
-    // The gathered state is on rank 0, the one writer; the others wait until the file is whole.
-    const std::string path = ranks.rank() == 0 ? checkpoints.save(state) : std::string();
-    ranks.all(true);
+    // Each rank writes its own shard into the file; none ever holds the whole state.
+    const std::string path = checkpoints.save(state, ranks);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
     saved_step = trainer.steps_taken();
     saved_attempts = trainer.attempts();
@@ -384,8 +404,13 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
               median(rates));
   std::printf("  train loss %.4f (step %lld) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n", first_loss,
               static_cast<long long>(first_step), final_loss, tail, initial_validation, final_validation);
+  const double waited = ranks.sum(trainer.communication_wait_seconds()) / ranks.size();
+  if (ranks.distributed() && level != kamp::sharding::optimizer)
+    std::printf("  sharded collectives: %.2f s per rank spent waiting for them (%.1f%% of the training time), the "
+                "rest overlapped compute\n",
+                waited, 100.0 * waited / std::max(seconds, 1e-9));
   const nlohmann::json memory_use = print_memory(
-      memory, kamp::plan_memory(s.model, s.policy, s.train.batch, ranks.size(), kamp::sharding::optimizer));
+      memory, kamp::plan_memory(s.model, s.policy, s.train.batch, ranks.size(), level, s.reshard_after_forward));
   if (!s.summary.empty() && ranks.rank() == 0) {
     std::ofstream out(s.summary);
     if (!out) throw std::runtime_error("--summary: cannot open '" + s.summary + "' for writing");
@@ -399,6 +424,8 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                           {"final_validation_loss", final_validation},
                           {"median_tokens_per_s", median(rates)},
                           {"ranks", ranks.size()},
+                          {"sharding", s.sharding},
+                          {"communication_wait_seconds", waited},
                           {"memory_bytes", memory_use},
                           {"seconds", seconds}}
                .dump(2)
@@ -431,6 +458,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kamp-train: error: reading the options: %s\n", e.what());
     return 1;
   }
+  if (settings.request.enable_fsdp && app.count("--sharding") == 0) settings.sharding = "parameters";
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
     return train(settings, app.config_to_str(true, false), mpi->world());

@@ -32,14 +32,6 @@ endif()
 message(STATUS "kamp: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}, backends: ${KAMP_KOKKOS_BACKENDS}, "
                "C++ standard: ${kamp_kokkos_std}")
 
-# Checkpoints are HDF5 files (the serial library: one writer, see docs/checkpoint.md).
-find_package(HDF5 REQUIRED COMPONENTS C)
-if(HDF5_VERSION VERSION_LESS 1.10)
-  message(FATAL_ERROR "kamp's checkpoints need HDF5 1.10 or newer, found ${HDF5_VERSION}. "
-                      "Point HDF5_ROOT at a newer installation (Debian: libhdf5-dev).")
-endif()
-message(STATUS "kamp: HDF5 ${HDF5_VERSION}: ${HDF5_INCLUDE_DIRS}")
-
 # Optional dependencies, each found automatically and switchable off. AUTO: use when found;
 # ON: required; OFF: never.
 function(kamp_optional_dependency name package purpose)
@@ -66,6 +58,27 @@ if(NOT KAMP_HAVE_MPI AND NOT KAMP_ENABLE_MPI STREQUAL "OFF")
   message(WARNING "kamp: no MPI found: kamp::dist runs one process only and the mpi tests are not built. "
                   "Install one (Debian: libopenmpi-dev openmpi-bin) or point MPI_C_COMPILER at its mpicc.")
 endif()
+
+# Checkpoints are HDF5 files. With MPI, kamp takes the parallel library (Debian's
+# libhdf5-openmpi-dev): every rank writes its slices of a checkpoint into the one file
+# (docs/checkpoint.md). Without MPI, or where only a serial HDF5 is found, one process writes.
+if(KAMP_HAVE_MPI)
+  set(HDF5_PREFER_PARALLEL TRUE)
+endif()
+find_package(HDF5 REQUIRED COMPONENTS C)
+if(HDF5_VERSION VERSION_LESS 1.10)
+  message(FATAL_ERROR "kamp's checkpoints need HDF5 1.10 or newer, found ${HDF5_VERSION}. "
+                      "Point HDF5_ROOT at a newer installation (Debian: libhdf5-dev).")
+endif()
+set(KAMP_HAVE_PARALLEL_HDF5 OFF)
+if(KAMP_HAVE_MPI AND HDF5_IS_PARALLEL)
+  set(KAMP_HAVE_PARALLEL_HDF5 ON)
+elseif(KAMP_HAVE_MPI)
+  message(WARNING "kamp: the HDF5 found (${HDF5_INCLUDE_DIRS}) is serial: runs on several MPI ranks cannot write "
+                  "checkpoints (each rank holds only its shard). Install a parallel HDF5 (Debian: "
+                  "libhdf5-openmpi-dev) or point HDF5_ROOT / HDF5_C_COMPILER_EXECUTABLE (h5pcc) at one.")
+endif()
+message(STATUS "kamp: HDF5 ${HDF5_VERSION} (parallel: ${KAMP_HAVE_PARALLEL_HDF5}): ${HDF5_INCLUDE_DIRS}")
 
 # Vendor GEMM paths ("TPLs"); without them the portable kernel runs.
 # Kokkos Kernels usually sits in Kokkos' prefix; look there too (config mode).

@@ -109,7 +109,9 @@ std::string resume(trainer& t, const checkpoint_directory& dir, const std::strin
     std::string problem;
     std::optional<training_state> state;
     try {
-      state = read_checkpoint(path);
+      // Each rank reads its own shard of the file, whatever number of ranks wrote it.
+      state = ranks.distributed() ? read_checkpoint(path, ranks, {t.shard().first, t.shard().second})
+                                  : read_checkpoint(path);
     } catch (const checkpoint_error& e) {
       problem = e.what();
     }

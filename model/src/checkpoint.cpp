@@ -94,17 +94,51 @@ void read_scaler(hid_t group, loss_scale_state& s) {
 }
 
 void check_tensor_sizes(const training_state& state, const tensor_table& table) {
+  if (!state.slice.whole() && (state.slice.first > state.slice.last || state.slice.last > table.flat_size()))
+    throw std::invalid_argument("kamp::write_checkpoint: the state's slice is not inside the parameter table");
+  const std::size_t elements = state.slice.size(table.flat_size());
   for (const auto& t : state.tensors)
-    if (t.bytes.size() != table.flat_size() * size_of(t.type))
+    if (t.bytes.size() != elements * size_of(t.type))
       throw std::invalid_argument("kamp::write_checkpoint: state tensor '" + t.role + "' has " +
-                                  std::to_string(t.bytes.size()) + " bytes, the model's table needs " +
-                                  std::to_string(table.flat_size() * size_of(t.type)));
+                                  std::to_string(t.bytes.size()) + " bytes, its slice of the model's table needs " +
+                                  std::to_string(elements * size_of(t.type)));
 }
 
-void write_file(const std::string& path, const training_state& state) {
+// The part of tensor `e` that elements [first, last) of the flat buffers hold, counted in the
+// tensor's own elements.
+h5::elements part_of(const tensor_table::entry& e, std::size_t first, std::size_t last) {
+  const std::size_t lo = std::max(e.offset, first), hi = std::min(e.offset + e.size, last);
+  return lo < hi ? h5::elements{lo - e.offset, hi - e.offset} : h5::elements{};
+}
+
+h5::handle create(const std::string& path, const dist::communicator& ranks) {
+  if (!ranks.distributed()) return h5::create_file(path);
+#ifdef KAMP_HAVE_PARALLEL_HDF5
+  return h5::create_parallel_file(path, ranks.mpi_comm());
+#else
+  throw checkpoint_error("this kamp was built with a serial HDF5, which cannot write the ranks' slices into one "
+                         "file: rebuild it against a parallel HDF5 (Debian: libhdf5-openmpi-dev)");
+#endif
+}
+
+void write_file(const std::string& path, const training_state& state, const dist::communicator& ranks) {
   const tensor_table table = state.model.parameter_table();
   check_tensor_sizes(state, table);
-  h5::handle file = h5::create_file(path);
+  const std::size_t first = state.slice.first, last = state.slice.whole() ? table.flat_size() : state.slice.last;
+  // The slices of the ranks must be the whole table, each element once.
+  if (ranks.sum(double(last - first)) != double(table.flat_size()))
+    throw std::invalid_argument("kamp::write_checkpoint: the ranks' slices do not add up to the " +
+                                std::to_string(table.flat_size()) + " elements of the parameter table");
+  // Each dataset's content hash is the sum of the ranks' parts: one reduction for all of them.
+  std::vector<std::uint64_t> hashes;
+  for (const auto& t : state.tensors)
+    for (const auto& e : table.entries()) {
+      const h5::elements part = part_of(e, first, last);
+      hashes.push_back(h5::content_hash(t.bytes.data() + (e.offset + part.lo - first) * size_of(t.type), t.type,
+                                        part.lo, part.hi - part.lo));
+    }
+  ranks.sum(hashes);
+  h5::handle file = create(path, ranks);
   const hid_t root = file.get();
   h5::write_attribute(root, "format", std::string(format_name));
   h5::write_attribute(root, "format_version", checkpoint_format_version);
@@ -125,10 +159,15 @@ void write_file(const std::string& path, const training_state& state) {
     detail::for_each_option(state.options, attribute_writer{config.get()});
   }
   write_scaler(h5::create_group(root, "loss_scaler").get(), state.scaler);
+  auto hash = hashes.begin();
   for (const auto& t : state.tensors) {
     h5::handle group = h5::create_group(root, t.role);
-    for (const auto& e : table.entries())
-      h5::write_dataset(group.get(), e.name, t.type, e.shape, t.bytes.data() + e.offset * size_of(t.type));
+    for (const auto& e : table.entries()) {
+      const h5::elements part = part_of(e, first, last);
+      h5::write_dataset(group.get(), e.name, t.type, e.shape,
+                        t.bytes.data() + (e.offset + part.lo - first) * size_of(t.type), part, *hash++,
+                        ranks.distributed());
+    }
   }
   if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0) h5::fail("flushing '" + path + "'");
   file.close("closing '" + path + "'");
@@ -161,7 +200,15 @@ std::string not_a_regular_file(const std::string& path) {
   }
 }
 
-training_state read_file(const std::string& path) {
+// A format-3 dataset's stored hash and this rank's part of the recomputed one.
+struct dataset_hash {
+  std::string where;
+  std::uint64_t stored, part;
+};
+
+// Reads elements `slice` of every tensor; the format-3 content hashes are left to the caller
+// (summed over the ranks first), the others are checked here.
+training_state read_file(const std::string& path, element_range slice, std::vector<dataset_hash>& hashes) {
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw checkpoint_error(not_a_regular_file(path));
   h5::handle file = h5::open_file(path);
@@ -170,13 +217,13 @@ training_state read_file(const std::string& path) {
     throw checkpoint_error("it is an HDF5 file but not a kamp checkpoint (attribute /format is not '" +
                            std::string(format_name) + "')");
   const std::int64_t version = h5::read_int_attribute(root, "format_version", "/");
-  // Version 1 is version 2 without the per-tensor content hashes: still read, checked without them.
-  if (version != checkpoint_format_version && version != 1)
+  // Version 1 is version 2 without the per-tensor content hashes: still read, checked without
+  // them. Version 2 hashes each dataset's bytes in sequence (checked on whole reads only).
+  if (version < 1 || version > checkpoint_format_version)
     throw checkpoint_error("it has format version " + std::to_string(version) + " (written by kamp " +
                            h5::read_string_attribute(root, "kamp_version", "/") + "); this kamp " + KAMP_VERSION +
-                           " reads versions 1 and " + std::to_string(checkpoint_format_version) +
+                           " reads versions 1 to " + std::to_string(checkpoint_format_version) +
                            " only: resume with the kamp that wrote it");
-  const bool hashed = version >= 2;
   training_state s;
   s.kamp_version = h5::read_string_attribute(root, "kamp_version", "/");
   const attribute_reader root_reader{root, "/"};
@@ -218,6 +265,12 @@ training_state read_file(const std::string& path) {
   }
   const tensor_table table = s.model.parameter_table();
   const auto layout = state_layout(s.policy);
+  if (!slice.whole() && (slice.first >= slice.last || slice.last > table.flat_size()))
+    throw checkpoint_error("elements [" + std::to_string(slice.first) + ", " + std::to_string(slice.last) +
+                           ") were asked for, but the model's flat buffers have " +
+                           std::to_string(table.flat_size()));
+  s.slice = slice;
+  const std::size_t first = slice.first, last = slice.whole() ? table.flat_size() : slice.last;
   // Every dataset's type and shape first: a file whose /config claims a huge model is rejected
   // before its tensors are allocated.
   for (const bool read : {false, true})
@@ -226,21 +279,27 @@ training_state read_file(const std::string& path) {
         throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
                                name(type) + " " + role + " tensors");
       h5::handle group = h5::open_group(root, role, "/" + role);
-      state_tensor t{role, type, std::vector<unsigned char>(read ? table.flat_size() * size_of(type) : 0, 0)};
+      const std::size_t width = size_of(type);
+      state_tensor t{role, type, std::vector<unsigned char>(read ? (last - first) * width : 0, 0)};
       for (const auto& e : table.entries()) {
         const std::string where = "/" + role + "/" + e.name;
         h5::handle set = h5::open_dataset(group.get(), e.name, type, e.shape, where);
-        if (read) h5::read_dataset(set, type, t.bytes.data() + e.offset * size_of(type), e.size, hashed, where);
+        if (!read) continue;
+        const h5::elements part = part_of(e, first, last);
+        unsigned char* out = t.bytes.data() + (e.offset + part.lo - first) * width;
+        if (part.lo < part.hi) h5::read_elements(set, type, e.shape, out, part, where);
+        if (version == 3) {
+          hashes.push_back({where, h5::read_uint_attribute(set.get(), "content_hash", where),
+                            h5::content_hash(out, type, part.lo, part.hi - part.lo)});
+        } else if (version == 2 && slice.whole() &&
+                   h5::read_uint_attribute(set.get(), "content_hash", where) !=
+                       h5::sequential_content_hash(out, e.size * width)) {
+          throw checkpoint_error("dataset " + where + " does not hold the values that were written (content hash "
+                                 "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
+        }
       }
       if (read) s.tensors.push_back(std::move(t));
     }
-  // The same verdict for kamp-inspect as for a resume: a state no trainer could have produced
-  // is refused here, not only when a run restores it.
-  try {
-    check_state(s, table);
-  } catch (const std::invalid_argument& e) {
-    throw checkpoint_error(e.what());
-  }
   return s;
 }
 
@@ -249,12 +308,20 @@ const std::regex checkpoint_name(R"(step-([0-9]+)\.h5)");
 }  // namespace
 
 void write_checkpoint(const std::string& path, const training_state& state) {
+  if (!state.slice.whole())
+    throw std::invalid_argument("kamp::write_checkpoint: the state holds one rank's slice: pass the communicator "
+                                "of the ranks, which write their slices together");
+  write_checkpoint(path, state, dist::communicator());
+}
+
+void write_checkpoint(const std::string& path, const training_state& state, const dist::communicator& ranks) {
   const std::string tmp = path + ".tmp";
   const fs::path parent = fs::path(path).parent_path();
   const std::string directory = parent.empty() ? "." : parent.string();
+  std::string problem;
   try {
     try {
-      write_file(tmp, state);
+      write_file(tmp, state, ranks);
     } catch (const checkpoint_error& e) {
       // HDF5's messages do not carry errno: the free space tells whether the disk filled up.
       std::error_code error;
@@ -263,24 +330,64 @@ void write_checkpoint(const std::string& path, const training_state& state) {
       throw checkpoint_error(std::string(e.what()) + " (the file system of '" + directory + "' has " +
                              std::to_string(space.available >> 10) + " KiB of space left)");
     }
-    fsync_path(tmp, O_RDONLY);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw checkpoint_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  } catch (...) {
+    // Every rank has closed the file (closing it is collective); one rank commits it.
+    if (ranks.rank() == 0) {
+      fsync_path(tmp, O_RDONLY);
+      if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw checkpoint_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+      // The rename is durable only once the directory entry is.
+      fsync_path(directory, O_RDONLY | O_DIRECTORY);
+    }
+  } catch (const checkpoint_error& e) {
+    problem = e.what();
+  }
+  if (ranks.all(problem.empty())) return;
+  if (ranks.rank() == 0) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
-    throw;
   }
-  // The rename is durable only once the directory entry is.
-  fsync_path(directory, O_RDONLY | O_DIRECTORY);
+  throw checkpoint_error(problem.empty() ? "writing '" + path + "' failed on another rank (its message is in the "
+                                           "job's standard error)"
+                                         : problem);
 }
 
-training_state read_checkpoint(const std::string& path) {
+training_state read_checkpoint(const std::string& path) { return read_checkpoint(path, dist::communicator(), {}); }
+
+training_state read_checkpoint(const std::string& path, const dist::communicator& ranks, element_range slice) {
+  // Every rank reads its own slice; all of them succeed or all throw (the hashes are summed over
+  // the ranks, a collective none may leave waiting).
+  std::string problem;
+  training_state s;
+  std::vector<dataset_hash> hashes;
   try {
-    return read_file(path);
+    s = read_file(path, slice, hashes);
   } catch (const checkpoint_error& e) {
-    throw checkpoint_error("checkpoint '" + path + "': " + e.what());
+    problem = e.what();
   }
+  if (!ranks.all(problem.empty()))
+    throw checkpoint_error("checkpoint '" + path + "': " +
+                           (problem.empty() ? "another rank could not read its part of it (its message is in the "
+                                              "job's standard error)"
+                                            : problem));
+  std::vector<std::uint64_t> sums;
+  for (const auto& h : hashes) sums.push_back(h.part);
+  if (!slice.whole()) ranks.sum(sums);
+  for (std::size_t i = 0; i < hashes.size(); ++i)
+    if (sums[i] != hashes[i].stored)
+      throw checkpoint_error("checkpoint '" + path + "': dataset " + hashes[i].where +
+                             " does not hold the values that were written (content hash mismatch: a chunk was "
+                             "zeroed or rewritten with a valid checksum)");
+  // The same verdict for kamp-inspect as for a resume: a state no trainer could have produced
+  // is refused here, not only when a run restores it.
+  try {
+    check_state(s, s.model.parameter_table());
+  } catch (const std::invalid_argument& e) {
+    problem = e.what();
+  }
+  if (!ranks.all(problem.empty()))
+    throw checkpoint_error("checkpoint '" + path + "': " +
+                           (problem.empty() ? "another rank's part of it is not a valid state" : problem));
+  return s;
 }
 
 checkpoint_directory::checkpoint_directory(std::string path, int keep) : path_(std::move(path)), keep_(keep) {
@@ -356,13 +463,20 @@ std::vector<std::string> checkpoint_directory::retire_after(std::int64_t step) c
   return retired;
 }
 
-std::string checkpoint_directory::save(const training_state& state) const {
+std::string checkpoint_directory::save(const training_state& state, const dist::communicator& ranks) const {
   char name[32];
   std::snprintf(name, sizeof name, "step-%08lld.h5", static_cast<long long>(state.steps_taken));
   const std::string path = (fs::path(path_) / name).string();
   // The disk may have filled up since the last checkpoint: say so before writing, naming sizes.
-  check_room(checkpoint_tensor_bytes(state.model, state.policy));
-  write_checkpoint(path, state);
+  std::string problem;
+  try {
+    if (ranks.rank() == 0) check_room(checkpoint_tensor_bytes(state.model, state.policy));
+  } catch (const checkpoint_error& e) {
+    problem = e.what();
+  }
+  if (!ranks.all(problem.empty())) throw checkpoint_error(problem.empty() ? "rank 0 found no room for the checkpoint" : problem);
+  write_checkpoint(path, state, ranks);
+  if (ranks.rank() != 0) return path;
   // Only after the new checkpoint is durable do older ones and leftovers of killed writes go;
   // the new one stays even if files of higher steps are there.
   auto all = list();

@@ -60,7 +60,7 @@ gpt_decoder<ES>::~gpt_decoder() = default;
 
 template <class ES>
 void gpt_decoder<ES>::bind_weights(const weight_binding& binding) {
-  exact_offsets_ = detail::bound_offsets("kamp::gpt_decoder::bind_weights", config_, policy_, false, binding);
+  at_ = detail::bound_addresses("kamp::gpt_decoder::bind_weights", config_, policy_, false, binding);
   binding_ = binding;
 }
 
@@ -81,7 +81,7 @@ typename gpt_decoder<ES>::logits_view gpt_decoder<ES>::advance(int token) {
 
 template <class ES>
 auto gpt_decoder<ES>::reader() const {
-  return detail::weight_reader<float, memory_space>{parameters_.table, binding_, exact_offsets_};
+  return detail::weight_reader<float, memory_space>{parameters_.table, at_};
 }
 
 template <class ES>

@@ -49,7 +49,8 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
   if (std::is_same_v<Real, double> && policy_.mode != precision_mode::fp32)
     throw std::invalid_argument("kamp::gpt<double> is the fp64 reference; it runs the fp32 policy only");
   if (batch < 1) throw std::invalid_argument("kamp::gpt: batch must be at least 1, got " + std::to_string(batch));
-  grads_ = Kokkos::View<Real*, memory_space>("kamp::gpt::grads", table().flat_size());
+  grad_at_.assign(table().count(), nullptr);
+  at_ = {std::vector<const void*>(table().count()), std::vector<const void*>(table().count())};
   buf_ = std::make_unique<buffers>();
   const auto layout = activation_layout(config, policy, batch, dtype_of<Real>());
   for (std::size_t a = 0; a < layout.size(); ++a)
@@ -71,15 +72,36 @@ void gpt<Real, ES>::bind_weights(weights_ref exact, const tensor_table& exact_la
 
 template <class Real, class ES>
 void gpt<Real, ES>::bind_weights(const weight_binding& binding) {
-  exact_offsets_ = detail::bound_offsets("kamp::gpt::bind_weights", config_, policy_, std::is_same_v<Real, double>,
-                                         binding);
+  at_ = detail::bound_addresses("kamp::gpt::bind_weights", config_, policy_, std::is_same_v<Real, double>, binding);
   binding_ = binding;
+}
+
+template <class Real, class ES>
+Kokkos::View<Real*, typename gpt<Real, ES>::memory_space> gpt<Real, ES>::grads() const {
+  if (hooks_ == nullptr && grads_.extent(0) == 0) {
+    grads_ = Kokkos::View<Real*, memory_space>("kamp::gpt::grads", table().flat_size());
+    for (std::size_t i = 0; i < table().count(); ++i) grad_at_[i] = grads_.data() + table()[i].offset;
+  }
+  return grads_;
+}
+
+template <class Real, class ES>
+void gpt<Real, ES>::shard(unit_hooks* hooks) {
+  hooks_ = hooks;
+  grads_ = {};
+  std::fill(grad_at_.begin(), grad_at_.end(), nullptr);
+}
+
+template <class Real, class ES>
+void gpt<Real, ES>::bind_tensor(std::size_t tensor, const void* exact, const void* copy) {
+  at_.exact.at(tensor) = exact;
+  at_.copy.at(tensor) = copy;
 }
 
 namespace detail {
 
-std::vector<std::size_t> bound_offsets(const char* api, const gpt_config& config, const precision_policy& policy,
-                                       bool fp64, const weight_binding& binding) {
+weight_addresses bound_addresses(const char* api, const gpt_config& config, const precision_policy& policy, bool fp64,
+                                 const weight_binding& binding) {
   const weights_ref &exact = binding.exact, &copy = binding.copy;
   if (exact.data == nullptr || copy.data == nullptr) throw std::invalid_argument(std::string(api) + ": a weight pointer is null");
   if (resolved(exact.type, fp64) != resolved(policy.weights(), fp64) ||
@@ -90,17 +112,20 @@ std::vector<std::size_t> bound_offsets(const char* api, const gpt_config& config
   const gpt_parameters p(config);
   const tensor_table needed = exactly_read_parameters(config, policy);
   const tensor_table& held = binding.exact_layout;
-  std::vector<std::size_t> offsets(p.table.count(), std::size_t(-1));
+  weight_addresses at{std::vector<const void*>(p.table.count(), nullptr), std::vector<const void*>(p.table.count())};
+  const auto* exact_bytes = static_cast<const char*>(exact.data);
+  const auto* copy_bytes = static_cast<const char*>(copy.data);
   for (std::size_t i = 0; i < p.table.count(); ++i) {
     const auto& e = p.table[i];
+    at.copy[i] = copy_bytes + e.offset * size_of(resolved(copy.type, fp64));
     if (held.contains(e.name) && held[held.index_of(e.name)].shape == e.shape) {
-      offsets[i] = held[held.index_of(e.name)].offset;
+      at.exact[i] = exact_bytes + held[held.index_of(e.name)].offset * size_of(resolved(exact.type, fp64));
     } else if (needed.contains(e.name)) {
       throw std::invalid_argument(std::string(api) + ": the exact weights' layout lacks " + e.name +
                                   " (or gives it another shape); it must hold exactly_read_parameters()");
     }
   }
-  return offsets;
+  return at;
 }
 
 }  // namespace detail
@@ -137,16 +162,16 @@ struct gpt<Real, ES>::weights : detail::weight_reader<Real, memory_space> {
   using v = views<memory_space>;
   const gpt& model;
 
-  explicit weights(const gpt& m) : detail::weight_reader<Real, memory_space>{m.table(), m.binding_, m.exact_offsets_}, model(m) {}
+  explicit weights(const gpt& m) : detail::weight_reader<Real, memory_space>{m.table(), m.at_}, model(m) {}
 
   typename v::template vector<Real> grad(std::size_t i) const {
     using view = typename v::template vector<Real>;
-    return view(model.grads_.data() + model.table()[i].offset, model.table()[i].size);
+    return view(model.grad_at_[i], model.table()[i].size);
   }
   typename v::template matrix<Real> grad_matrix(std::size_t i) const {
     const auto& e = model.table()[i];
     using view = typename v::template matrix<Real>;
-    return view(model.grads_.data() + e.offset, e.shape.at(0), e.shape.at(1));
+    return view(model.grad_at_[i], e.shape.at(0), e.shape.at(1));
   }
   template <class P>
   typename v::template vector<const Real> bias(std::size_t i) const {
@@ -242,7 +267,7 @@ double gpt<Real, ES>::run_host(const int* tokens, const int* targets, bool with_
 template <class Real, class ES>
 void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, bool with_grad, double grad_scale,
                         const scaler_view& scaler, const loss_view& loss) {
-  if (binding_.exact.data == nullptr)
+  if (binding_.exact.data == nullptr && hooks_ == nullptr)
     throw std::logic_error("kamp::gpt: bind_weights() before running the model");
   if (int(tokens.extent(0)) != batch_ || int(tokens.extent(1)) != config_.context ||
       targets.extent(0) != tokens.extent(0) || targets.extent(1) != tokens.extent(1))
@@ -251,6 +276,7 @@ void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, boo
   const std::size_t n = std::size_t(batch_) * config_.context;
   tokens_ = tokens;
   targets_ = targets;
+  if (with_grad) grads();  // allocated at the first backward pass
   if (with_grad)
     token_index_.assign(space_, Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged>(tokens.data(), n));
   visit_dtype<Real>(resolved(policy_.weights(), std::is_same_v<Real, double>), [&](auto p) {
@@ -271,11 +297,13 @@ void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view
   const auto& e = parameters_;
   const auto& wte = table()[e.wte];
   const auto& wpe = table()[e.wpe];
+  if (hooks_) hooks_->before_forward(0);
   embedding_forward(space_, tokens_,
                     typename v::template matrix<const P>(w.template exact<P>(e.wte).data(), wte.shape[0], wte.shape[1]),
                     typename v::template matrix<const P>(w.template exact<P>(e.wpe).data(), wpe.shape[0], wpe.shape[1]),
                     v::template as_matrix<Real>(b(activation::residual, 0), n, config_.d_model));
   for (int l = 0; l < config_.layers; ++l) {
+    if (hooks_) hooks_->before_forward(1 + l);
     visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_forward<P, decltype(t)>(l); });
     visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_forward<P, decltype(t)>(l); });
   }
@@ -408,14 +436,18 @@ void gpt<Real, ES>::backward() {
   const std::size_t n = std::size_t(batch_) * config_.context;
   const auto dresid = v::template as_matrix<Real>((*buf_)(activation::dresid), n, config_.d_model);
   Kokkos::deep_copy(space_, dresid, Real(0));
+  if (hooks_) hooks_->before_backward(0);
   visit_dtype<Real>(dtypes_.head, [&](auto t) { head_backward<P, decltype(t)>(); });
   for (int l = config_.layers - 1; l >= 0; --l) {
+    if (hooks_) hooks_->before_backward(1 + l);
     visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_backward<P, decltype(t)>(l); });
     visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_backward<P, decltype(t)>(l); });
+    if (hooks_) hooks_->after_backward(1 + l);
   }
   const weights w{*this};
   embedding_backward(space_, token_index_, config_.context, typename v::template matrix<const Real>(dresid),
                      w.grad_matrix(parameters_.wte), w.grad_matrix(parameters_.wpe));
+  if (hooks_) hooks_->after_backward(0);
 }
 
 template <class Real, class ES>

@@ -48,6 +48,10 @@ gpt_parameters::gpt_parameters(const gpt_config& config) {
     blocks.push_back(b);
   }
   lnf = norm("lnf");
+  units.push_back({wte, wpe, lnf.gain, lnf.bias});
+  for (const block_parameters& b : blocks)
+    units.push_back({b.ln1.gain, b.ln1.bias, b.qkv.weight, b.qkv.bias, b.attn_proj.weight, b.attn_proj.bias,
+                     b.ln2.gain, b.ln2.bias, b.fc.weight, b.fc.bias, b.mlp_proj.weight, b.mlp_proj.bias});
 }
 
 tensor_table gpt_config::parameter_table() const { return gpt_parameters(*this).table; }

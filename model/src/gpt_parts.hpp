@@ -43,10 +43,9 @@ struct views {
 };
 
 /// Checks that `binding` fits a model of `config` in `policy` computing in Real, and returns
-/// where each parameter starts in its exact weights (-1 for those it need not hold). `api`
-/// names the caller in the messages.
-std::vector<std::size_t> bound_offsets(const char* api, const gpt_config& config, const precision_policy& policy,
-                                       bool fp64, const weight_binding& binding);
+/// where each parameter's weights are. `api` names the caller in the messages.
+weight_addresses bound_addresses(const char* api, const gpt_config& config, const precision_policy& policy, bool fp64,
+                                 const weight_binding& binding);
 
 /// \brief The bound weights as typed views: the exact weights (P), the weights a layer
 /// computing in T reads for its GEMMs (the low-precision copy, or the exact weights when T is
@@ -55,18 +54,17 @@ template <class Real, class MemorySpace>
 struct weight_reader {
   using v = views<MemorySpace>;
   const tensor_table& table;
-  const weight_binding& binding;
-  const std::vector<std::size_t>& offsets;
+  const weight_addresses& at;
 
   template <class P>
   typename v::template vector<const P> exact(std::size_t i) const {
     using view = typename v::template vector<const P>;
-    return view(static_cast<const P*>(binding.exact.data) + offsets[i], table[i].size);
+    return view(static_cast<const P*>(at.exact[i]), table[i].size);
   }
   template <class P>
   typename v::template matrix<const P> exact_matrix(std::size_t i) const {
     using view = typename v::template matrix<const P>;
-    return view(static_cast<const P*>(binding.exact.data) + offsets[i], table[i].shape.at(0), table[i].shape.at(1));
+    return view(static_cast<const P*>(at.exact[i]), table[i].shape.at(0), table[i].shape.at(1));
   }
   template <class P, class T>
   auto gemm(std::size_t i) const {
@@ -74,8 +72,7 @@ struct weight_reader {
     if constexpr (std::is_same_v<T, Real>) {
       return exact_matrix<P>(i);
     } else {
-      return typename v::template matrix<const T>(static_cast<const T*>(binding.copy.data) + e.offset, e.shape.at(0),
-                                                  e.shape.at(1));
+      return typename v::template matrix<const T>(static_cast<const T*>(at.copy[i]), e.shape.at(0), e.shape.at(1));
     }
   }
   /// The exact bias when it has type Real, else (pure bf16) widened exactly into `scratch`.

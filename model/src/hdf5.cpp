@@ -137,6 +137,19 @@ handle create_file(const std::string& path) {
                  "cannot create '" + path + "'");
 }
 
+#ifdef KAMP_HAVE_PARALLEL_HDF5
+handle create_parallel_file(const std::string& path, MPI_Comm comm) {
+  handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "creating file access properties");
+  check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST), "choosing the HDF5 1.10 format");
+  check(H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL), "choosing HDF5's MPI-IO driver");
+  // Every rank creates the same objects; HDF5 then writes the metadata once, collectively.
+  check(H5Pset_all_coll_metadata_ops(fapl.get(), 1), "making metadata reads collective");
+  check(H5Pset_coll_metadata_write(fapl.get(), 1), "making metadata writes collective");
+  return checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose,
+                 "cannot create '" + path + "' on all ranks");
+}
+#endif
+
 handle open_file(const std::string& path) {
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 == 0) throw checkpoint_error("'" + path + "' is not an HDF5 file (no HDF5 signature)");
@@ -225,7 +238,7 @@ std::string read_string_attribute(hid_t object, const std::string& name, const s
   return v;
 }
 
-std::uint64_t content_hash(const void* data, std::size_t bytes) {
+std::uint64_t sequential_content_hash(const void* data, std::size_t bytes) {
   // FNV-1a over 64-bit words (then the tail bytes): an all-zero chunk hashes to something else
   // than the data it replaced, which Fletcher-32 (0 for zeros) cannot tell.
   constexpr std::uint64_t prime = 0x100000001b3ull;
@@ -241,8 +254,84 @@ std::uint64_t content_hash(const void* data, std::size_t bytes) {
   return h;
 }
 
+std::uint64_t content_hash(const void* data, dtype t, std::size_t first, std::size_t count) {
+  // SplitMix64's finalizer: each (position, value) pair maps to an unrelated 64-bit word.
+  const auto mix = [](std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  const std::size_t width = size_of(t);
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t h = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t bits = 0;
+    if (width == 2) {
+      std::uint16_t half;
+      std::memcpy(&half, p + i * 2, 2);
+      bits = half;
+    } else {
+      std::memcpy(&bits, p + i * 4, 4);
+    }
+    h += mix((std::uint64_t(first + i) << 32) | bits);
+  }
+  return h;
+}
+
+namespace {
+
+// Selects `part` of a dataset of `shape` (1-D or 2-D) in its dataspace: a flat range of a matrix
+// is a partial first row, whole rows and a partial last row.
+void select(hid_t space, const std::vector<std::size_t>& shape, elements part) {
+  if (part.lo >= part.hi) {
+    check(H5Sselect_none(space), "selecting nothing");
+    return;
+  }
+  if (shape.size() == 1) {
+    const hsize_t start = part.lo, count = part.hi - part.lo;
+    check(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &count, nullptr), "selecting elements");
+    return;
+  }
+  const std::size_t cols = shape.at(1);
+  H5S_seloper_t op = H5S_SELECT_SET;
+  for (std::size_t at = part.lo; at < part.hi;) {
+    hsize_t start[2] = {at / cols, at % cols}, count[2];
+    if (start[1] != 0 || part.hi - at < cols) {  // within one row
+      count[0] = 1;
+      count[1] = std::min(part.hi, (at / cols + 1) * cols) - at;
+    } else {  // whole rows
+      count[0] = (part.hi - at) / cols;
+      count[1] = cols;
+    }
+    check(H5Sselect_hyperslab(space, op, start, nullptr, count, nullptr), "selecting elements");
+    op = H5S_SELECT_OR;
+    at += count[0] * count[1];
+  }
+}
+
+// The dataspace of `part` in memory: its elements one after the other.
+handle memory_space(elements part) {
+  const hsize_t n = std::max<hsize_t>(1, part.hi - part.lo);
+  handle space = checked(H5Screate_simple(1, &n, nullptr), H5Sclose, "creating a memory dataspace");
+  if (part.lo >= part.hi) check(H5Sselect_none(space.get()), "selecting nothing");
+  return space;
+}
+
+handle transfer(bool collective) {
+  handle dxpl = checked(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "creating transfer properties");
+#ifdef KAMP_HAVE_PARALLEL_HDF5
+  if (collective) check(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "choosing collective transfers");
+#else
+  (void)collective;
+#endif
+  return dxpl;
+}
+
+}  // namespace
+
 void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
-                   const void* data) {
+                   const void* data, elements part, std::uint64_t hash, bool collective) {
   std::vector<hsize_t> dims(shape.begin(), shape.end()), chunk = dims;
   // Chunks of at most 2^20 elements: a checksum per chunk, and bounded memory when reading.
   hsize_t elements = 1;
@@ -256,9 +345,12 @@ void write_dataset(hid_t parent, const std::string& name, dtype t, const std::ve
   handle set = checked(
       H5Dcreate2(parent, name.c_str(), file_type(t).get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
       H5Dclose, "creating dataset '" + name + "'");
-  check(H5Dwrite(set.get(), memory_type(t).get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing dataset '" + name + "'");
+  select(space.get(), shape, part);
+  check(H5Dwrite(set.get(), memory_type(t).get(), memory_space(part).get(), space.get(), transfer(collective).get(),
+                 data),
+        "writing dataset '" + name + "'");
   write_attribute(set.get(), "dtype", std::string(kamp::name(t)));
-  write_attribute(set.get(), "content_hash", content_hash(data, std::size_t(elements) * size_of(t)));
+  write_attribute(set.get(), "content_hash", hash);
 }
 
 handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
@@ -313,12 +405,12 @@ handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::v
   return set;
 }
 
-void read_dataset(const handle& set, dtype t, void* out, std::size_t elements, bool hashed, const std::string& where) {
-  check(H5Dread(set.get(), memory_type(t).get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+void read_elements(const handle& set, dtype t, const std::vector<std::size_t>& shape, void* out, elements part,
+                   const std::string& where) {
+  handle space = checked(H5Dget_space(set.get()), H5Sclose, where + ": reading its shape");
+  select(space.get(), shape, part);
+  check(H5Dread(set.get(), memory_type(t).get(), memory_space(part).get(), space.get(), H5P_DEFAULT, out),
         "dataset " + where + " cannot be read: the file is damaged (checksum mismatch or truncated data)");
-  if (hashed && read_uint_attribute(set.get(), "content_hash", where) != content_hash(out, elements * size_of(t)))
-    throw checkpoint_error("dataset " + where + " does not hold the values that were written (content hash "
-                           "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
 }
 
 }  // namespace kamp::detail::h5

@@ -3,6 +3,8 @@
 
 #include <kamp/numeric/dtype.hpp>
 
+#include <kamp/config.hpp>
+
 #include <hdf5.h>
 
 #include <cstdint>
@@ -60,19 +62,38 @@ std::uint64_t read_uint_attribute(hid_t object, const std::string& name, const s
 double read_float_attribute(hid_t object, const std::string& name, const std::string& where);
 std::string read_string_attribute(hid_t object, const std::string& name, const std::string& where);
 
-/// A dataset of `shape` in type `t`, chunked with a Fletcher-32 checksum per chunk, and its
-/// content hash (of the host's little-endian bytes) in the attribute `content_hash`.
+#ifdef KAMP_HAVE_PARALLEL_HDF5
+/// Creates `path` for the ranks of `comm` to write together (MPI-IO driver, collective metadata):
+/// every rank calls it, and then every function that creates an object, with the same arguments.
+handle create_parallel_file(const std::string& path, MPI_Comm comm);
+#endif
+
+/// Elements [lo, hi) of a dataset, counted in row-major order over its shape: the part one rank
+/// writes or reads.
+struct elements {
+  std::size_t lo = 0, hi = 0;
+};
+
+/// A dataset of `shape` in type `t`, chunked with a Fletcher-32 checksum per chunk, of which
+/// this process writes `part` from `data` (collectively: every rank of a parallel file calls it,
+/// possibly with an empty part), and `hash` (content_hash() of all its elements) in the attribute
+/// `content_hash`.
 void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
-                   const void* data);
+                   const void* data, elements part, std::uint64_t hash, bool collective);
 /// Opens dataset `name` after checking it exists with element type `t` and `shape`; each
 /// problem throws naming `where`.
 handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                     const std::string& where);
-/// FNV-1a (64-bit) of the bytes, as write_dataset stores it in the attribute `content_hash`.
-std::uint64_t content_hash(const void* data, std::size_t bytes);
-/// Reads a dataset opened by open_dataset (`elements` values) into `out`; a failed checksum, or
-/// with `hashed` a content hash that differs from the stored one, throws naming `where`.
-void read_dataset(const handle& set, dtype t, void* out, std::size_t elements, bool hashed, const std::string& where);
+/// The content hash of format 3: Σ mix(i · 2^32 + bits of element i) mod 2^64 over elements
+/// `first` ... `first + count - 1` of a dataset (their values at `data`), so that the ranks' parts
+/// add up to the whole dataset's hash. Position-keyed: a zeroed chunk or swapped values change it.
+std::uint64_t content_hash(const void* data, dtype t, std::size_t first, std::size_t count);
+/// Format 2's content hash: FNV-1a (64-bit) of all the dataset's bytes.
+std::uint64_t sequential_content_hash(const void* data, std::size_t bytes);
+/// Reads `part` of a dataset opened by open_dataset into `out`; a failed checksum throws naming
+/// `where`.
+void read_elements(const handle& set, dtype t, const std::vector<std::size_t>& shape, void* out, elements part,
+                   const std::string& where);
 
 }  // namespace kamp::detail::h5
 

@@ -64,16 +64,37 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
 }
 
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards,
-                        sharding split) {
+                        sharding split, bool reshard_after_forward) {
   model.validate();
   policy.validate(model);
   if (batch < 1) throw std::invalid_argument("kamp::plan_memory: batch must be >= 1, got " + std::to_string(batch));
-  const double elements = double(model.parameter_table().flat_size());
+  const gpt_parameters parameters(model);
+  const double elements = double(parameters.table.flat_size());
   memory_plan p = plan_state(elements, policy, shards, split);
-  if (shards > 1 && split == sharding::optimizer) {
-    // What kamp's data parallelism adds: with fp32 master weights, the fp32 values the model
-    // reads exactly, gathered from the shards.
-    if (policy.has_master()) p.master += double(exactly_read_parameters(model, policy).flat_size()) * 4;
+  if (shards > 1) {
+    // What kamp's data parallelism adds. Levels optimizer and gradients, with fp32 master
+    // weights: the fp32 values the model reads exactly, gathered from the shards.
+    if (policy.has_master() && split != sharding::parameters)
+      p.master += double(exactly_read_parameters(model, policy).flat_size()) * 4;
+    // Levels gradients and parameters: the buffers units are reduced from (the root and two
+    // blocks) and gathered into (the same, or every block when they stay gathered).
+    if (split == sharding::gradients || split == sharding::parameters) {
+      const tensor_table exact = exactly_read_parameters(model, policy);
+      const auto unit_size = [&](std::size_t u, bool exact_only) {
+        double n = 0;
+        for (const std::size_t t : parameters.units[u])
+          if (!exact_only || exact.contains(parameters.table[t].name)) n += double(parameters.table[t].size);
+        return n;
+      };
+      const int blocks = model.layers, gathered = reshard_after_forward ? std::min(blocks, 2) : blocks;
+      const double block = blocks > 0 ? unit_size(1, false) : 0.0;
+      p.gradients += 4 * (unit_size(0, false) + std::min(blocks, 2) * block);
+      if (split == sharding::parameters) {
+        p.parameters += double(size_of(policy.low())) * (unit_size(0, false) + gathered * block);
+        if (policy.has_master())
+          p.master += 4 * (unit_size(0, true) + gathered * (blocks > 0 ? unit_size(1, true) : 0.0));
+      }
+    }
   }
   // The model's activation buffers, from the table it allocates from, and the index its
   // embedding's backward pass sorts the tokens into.

@@ -37,9 +37,14 @@ ledger& books() {
 bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
 
 category classify(const char* label) {
-  if (std::strcmp(label, "kamp::trainer::model_copy") == 0) return parameters;
-  if (std::strcmp(label, "kamp::gpt::grads") == 0) return gradients;
-  if (std::strcmp(label, "kamp::optimizer::master") == 0 || std::strcmp(label, "kamp::dist::exact_weights") == 0)
+  // Sharded runs: a rank's shards, and the buffers units are gathered into or reduced from.
+  if (std::strcmp(label, "kamp::trainer::model_copy") == 0 || std::strcmp(label, "kamp::fsdp::unit_weights") == 0)
+    return parameters;
+  if (std::strcmp(label, "kamp::gpt::grads") == 0 || std::strcmp(label, "kamp::fsdp::unit_grads") == 0 ||
+      std::strcmp(label, "kamp::trainer::gradient_shard") == 0)
+    return gradients;
+  if (std::strcmp(label, "kamp::optimizer::master") == 0 || std::strcmp(label, "kamp::dist::exact_weights") == 0 ||
+      std::strcmp(label, "kamp::fsdp::unit_exact") == 0)
     return master;
   if (starts_with(label, "kamp::optimizer::moment") || std::strcmp(label, "kamp::optimizer::compensation") == 0)
     return optimizer;

@@ -5,8 +5,8 @@
 namespace kamp::detail {
 
 namespace {
-template <class T>
-state_tensor snapshot(const char* role, const Kokkos::View<T*, memory_space>& v) {
+template <class T, class... P>
+state_tensor snapshot(const char* role, const Kokkos::View<T*, P...>& v) {
   state_tensor t{role, dtype_of<T>(), std::vector<unsigned char>(v.extent(0) * sizeof(T))};
   Kokkos::deep_copy(
       Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(reinterpret_cast<T*>(t.bytes.data()), v.extent(0)),
@@ -14,30 +14,32 @@ state_tensor snapshot(const char* role, const Kokkos::View<T*, memory_space>& v)
   return t;
 }
 
-template <class T>
-void load(const state_tensor& t, const Kokkos::View<T*, memory_space>& v) {
+template <class T, class... P>
+void load(const state_tensor& t, const Kokkos::View<T*, P...>& v) {
   Kokkos::deep_copy(v, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
                            reinterpret_cast<const T*>(t.bytes.data()), v.extent(0)));
 }
 
 template <class Model, class Moment>
 struct adamw_slot final : optimizer_slot {
-  std::size_t first;  ///< the shard [first, first + opt.size()) of the flat buffers this rank updates
+  /// The shard [first, first + opt.size()) of `model` this rank updates: the flat buffers'
+  /// elements of its shard (0 when `model` holds only the shard).
+  std::size_t first;
   fused_optimizer<adamw_rule, Model, float, Moment, memory_space> opt;
   Kokkos::View<Model*, memory_space> model;
 
-  adamw_slot(const std::vector<float>& initial, std::pair<std::size_t, std::size_t> shard, const adamw_options& hyper,
-             weight_update update, rounding_options rounding)
-      : first(shard.first),
+  adamw_slot(const std::vector<float>& initial, std::pair<std::size_t, std::size_t> shard, bool whole_copy,
+             const adamw_options& hyper, weight_update update, rounding_options rounding)
+      : first(whole_copy ? shard.first : 0),
         opt(shard.second - shard.first, hyper, update, rounding),
         model("kamp::trainer::model_copy", initial.size()) {
     Kokkos::View<float*, memory_space> w("kamp::trainer::initial", initial.size());
     Kokkos::deep_copy(w, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(initial.data(),
                                                                                                   initial.size()));
-    // Every rank rounds the whole model copy from the same initial weights: nothing to gather.
+    // Every rank rounds its model copy from the same initial weights: nothing to gather.
     const execution_space ex;
     cast(ex, model, w);
-    opt.initialize(ex, Kokkos::subview(w, shard), model_shard());
+    opt.initialize(ex, Kokkos::subview(w, std::make_pair(first, first + opt.size())), model_shard());
   }
   Kokkos::View<Model*, memory_space> model_shard() const {
     return Kokkos::subview(model, std::make_pair(first, first + opt.size()));
@@ -76,7 +78,7 @@ struct adamw_slot final : optimizer_slot {
     return out;
   }
   std::vector<state_tensor> state() const override {
-    std::vector<state_tensor> out{snapshot("model", model)};
+    std::vector<state_tensor> out{snapshot("model", model_shard())};
     if (opt.master().extent(0) > 0) out.push_back(snapshot("master", opt.master()));
     out.push_back(snapshot("moment1", opt.moment1()));
     out.push_back(snapshot("moment2", opt.moment2()));
@@ -85,7 +87,7 @@ struct adamw_slot final : optimizer_slot {
   }
   void restore(const std::vector<state_tensor>& tensors, std::int64_t steps) override {
     auto next = tensors.begin();
-    load(*next++, model);
+    load(*next++, model_shard());
     if (opt.master().extent(0) > 0) load(*next++, opt.master());
     load(*next++, opt.moment1());
     load(*next++, opt.moment2());
@@ -98,23 +100,26 @@ struct adamw_slot final : optimizer_slot {
 
 std::unique_ptr<optimizer_slot> make_optimizer(const precision_policy& policy, const train_options& o,
                                                const std::vector<float>& initial,
-                                               std::pair<std::size_t, std::size_t> shard) {
+                                               std::pair<std::size_t, std::size_t> shard, bool whole_copy) {
   rounding_options sr;
   sr.mode = rounding::stochastic;
   sr.seed = o.seed;
   sr.stream_offset = shard.first;  // each element's random stream does not depend on the shards
+  const auto slot = [&](auto model, auto moment, weight_update update, rounding_options rounding) -> std::unique_ptr<optimizer_slot> {
+    return std::make_unique<adamw_slot<decltype(model), decltype(moment)>>(initial, shard, whole_copy, o.adamw, update,
+                                                                           rounding);
+  };
   switch (policy.mode) {
     case precision_mode::fp32:
-      return std::make_unique<adamw_slot<float, float>>(initial, shard, o.adamw, weight_update::nearest, rounding_options{});
+      return slot(float(), float(), weight_update::nearest, rounding_options{});
     case precision_mode::amp_bf16:
-      return std::make_unique<adamw_slot<bf16, float>>(initial, shard, o.adamw, weight_update::master, rounding_options{});
+      return slot(bf16(), float(), weight_update::master, rounding_options{});
     case precision_mode::amp_fp16:
-      return std::make_unique<adamw_slot<fp16, float>>(initial, shard, o.adamw, weight_update::master, rounding_options{});
+      return slot(fp16(), float(), weight_update::master, rounding_options{});
     case precision_mode::pure_bf16:
       // Moments in bf16 too, as llama-recipes' AnyPrecisionAdamW does for pure bf16.
-      return policy.update == pure_bf16_update::kahan
-                 ? std::make_unique<adamw_slot<bf16, bf16>>(initial, shard, o.adamw, weight_update::kahan, rounding_options{})
-                 : std::make_unique<adamw_slot<bf16, bf16>>(initial, shard, o.adamw, weight_update::stochastic, sr);
+      return policy.update == pure_bf16_update::kahan ? slot(bf16(), bf16(), weight_update::kahan, rounding_options{})
+                                                      : slot(bf16(), bf16(), weight_update::stochastic, sr);
   }
   throw std::logic_error("unknown precision mode");
 }

@@ -23,21 +23,22 @@ struct optimizer_slot {
                     const lr_schedule& lr) = 0;
   /// Optimizer steps taken (skipped ones excluded), on the device.
   virtual Kokkos::View<const std::int64_t, memory_space> step_count() const = 0;
-  /// The master shard, or (no master) the whole model copy widened.
+  /// The master shard, or (no master) the model copy it holds, widened.
   virtual std::vector<float> exact_weights() const = 0;
   virtual std::vector<std::uint32_t> copy_bits() const = 0;
-  /// The optimizer's tensors in state_layout's order: the whole model copy, then this rank's
-  /// shard of the others.
+  /// The optimizer's tensors in state_layout's order, this rank's shard of each.
   virtual std::vector<state_tensor> state() const = 0;
-  /// Loads tensors sized like state()'s (checked by the trainer), and the optimizer's step count.
+  /// Loads tensors sized like state()'s, this rank's shard (checked by the trainer), and the
+  /// optimizer's step count. A slot holding the whole model copy then needs it all-gathered.
   virtual void restore(const std::vector<state_tensor>& tensors, std::int64_t steps) = 0;
 };
 
 /// The optimizer of `policy`'s mode for this rank's shard of the flat buffers, its weights set
-/// from `initial` (every rank holds the whole model copy).
+/// from `initial`, which holds the elements of the model copy the rank keeps: all of them when
+/// `whole_copy` (every rank reads the whole copy), else its shard's (ZeRO-3).
 std::unique_ptr<optimizer_slot> make_optimizer(const precision_policy& policy, const train_options& o,
                                                const std::vector<float>& initial,
-                                               std::pair<std::size_t, std::size_t> shard);
+                                               std::pair<std::size_t, std::size_t> shard, bool whole_copy);
 
 /// The loss scaler of a mode: amp_fp16's options, or a static scale of 1.
 loss_scaler_options scaler_options(const precision_policy& policy, const train_options& o);

@@ -120,8 +120,8 @@ std::vector<precision_finding> check_precision(const precision_policy& policy, c
                                             : "")});
   if (request.enable_fsdp)
     out.push_back({level::note, "sharding-single-process",
-                   "enable_fsdp: kamp shards fp32 master weights and optimizer state over the ranks of a run started "
-                   "with mpirun or srun, always (ZeRO-1/2, not FSDP's parameter sharding); a run in one process "
+                   "enable_fsdp: kamp shards the model copy, gradients and optimizer state over the ranks of a run "
+                   "started with mpirun or srun (--sharding parameters, FSDP's full shard); a run in one process "
                    "shards nothing"});
   if (request.loss_scaling != "dynamic" && request.loss_scaling != "static" && request.loss_scaling != "off")
     out.push_back({level::error, "loss-scaling-unknown",

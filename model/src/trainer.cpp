@@ -1,6 +1,7 @@
 #include <kamp/kernels/unscale_and_check.hpp>
 #include <kamp/model/trainer.hpp>
 
+#include "dist/sharded_units.hpp"
 #include "optimizer_slot.hpp"
 
 #include <algorithm>
@@ -32,6 +33,9 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
   if (parallel.gradient_reduction != dtype::fp32 && parallel.gradient_reduction != dtype::bf16)
     throw std::invalid_argument(std::string("trainer: gradients are reduced in fp32 or bf16, not ") +
                                 name(parallel.gradient_reduction));
+  if (parallel.level == sharding::none)
+    throw std::invalid_argument("trainer: data parallelism shards at least the optimizer state: use sharding "
+                                "optimizer (ZeRO-1), gradients (ZeRO-2) or parameters (ZeRO-3/FSDP)");
   const tensor_table table = config.parameter_table();
   const dist::communicator& ranks = parallel.ranks;
   for (int r = 0; r < ranks.size(); ++r) {
@@ -42,7 +46,17 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
                                   " parameters (shards are multiples of 64): use fewer ranks or a larger model");
   }
   model_ = std::make_unique<gpt<float>>(config, policy, options.batch);
-  optimizer_ = detail::make_optimizer(policy, options, gpt2_initial_weights(config, options.seed), shard());
+  const bool sharded_copy = ranks.distributed() && parallel.level == sharding::parameters;
+  optimizer_ = detail::make_optimizer(policy, options,
+                                      sharded_copy ? gpt2_initial_weights(config, options.seed, shard().first, shard().second)
+                                                   : gpt2_initial_weights(config, options.seed),
+                                      shard(), !sharded_copy);
+  if (ranks.distributed() && parallel.level != sharding::optimizer)
+    units_ = std::make_unique<detail::sharded_units>(
+        *model_, parallel_.ranks, spans_, parallel.gradient_reduction, sharded_copy, !parallel.reshard_after_forward,
+        detail::sharded_units::weights_source{optimizer_->copy(),
+                                              policy.has_master() ? optimizer_->exact() : weights_ref{}});
+  if (sharded_copy) return;  // the units' weights are gathered and bound unit by unit
   if (ranks.distributed() && policy.has_master()) {
     // The model reads embeddings, LayerNorms and biases in fp32: those values of the master
     // are gathered from the shards after every update, the rest stays sharded.
@@ -79,6 +93,10 @@ std::vector<std::size_t> trainer::shard_sizes() const {
 void trainer::share_weights() {
   const dist::communicator& ranks = parallel_.ranks;
   if (!ranks.distributed()) return;
+  if (parallel_.level == sharding::parameters) {
+    units_->weights_changed();  // the next pass gathers the units again
+    return;
+  }
   const execution_space ex;
   ex.fence();  // MPI reads the buffers from the host
   const weights_ref copy = optimizer_->copy();
@@ -120,6 +138,8 @@ void record_step(const execution_space& ex, const Kokkos::View<const double*, me
 
 }  // namespace
 
+double trainer::communication_wait_seconds() { return units_ ? units_->take_wait_seconds() : 0.0; }
+
 std::int64_t trainer::steps_taken() const {
   std::int64_t taken = 0;
   Kokkos::deep_copy(taken, optimizer_->step_count());
@@ -134,7 +154,11 @@ void trainer::advance() {
     drained_.insert(drained_.end(), early.begin(), early.end());
   }
   if (unread_ == 0 && drained_.empty()) unread_since_ = std::chrono::steady_clock::now();
-  Kokkos::deep_copy(ex, model_->grads(), 0.0f);
+  if (units_) {
+    units_->start_step();
+  } else {
+    Kokkos::deep_copy(ex, model_->grads(), 0.0f);
+  }
   const auto scaler = policy_.loss_scaling() ? scaler_.state() : gpt<float>::scaler_view();
   for (int m = 0; m < options_.micro_batches; ++m) {
     // Rank r's micro-batch is rows [r·B, (r+1)·B) of one process's batch N·B: the same windows.
@@ -143,9 +167,10 @@ void trainer::advance() {
     model_->forward_backward(batches_.tokens(), batches_.targets(), 1.0 / (options_.micro_batches * ranks.size()),
                              scaler, Kokkos::subview(micro_losses_, m));
   }
-  if (gradient_hook_) gradient_hook_(model_->grads());
-  Kokkos::View<float*, memory_space> grads = model_->grads();
-  if (ranks.distributed()) {
+  if (units_) units_->finish_backward();
+  Kokkos::View<float*, memory_space> grads = units_ ? units_->gradients() : model_->grads();
+  if (gradient_hook_) gradient_hook_(grads);
+  if (ranks.distributed() && !units_) {
     ex.fence();  // MPI reads the gradients from the host
     ranks.reduce_scatter_sum(grads.data(), shard_sizes(), parallel_.gradient_reduction);
     grads = Kokkos::subview(grads, shard());

@@ -19,20 +19,36 @@ std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& 
   return out;
 }
 
-std::vector<float> trainer::exact_weights() const {
-  std::vector<float> local = optimizer_->exact_weights();
-  if (!policy_.has_master() || !parallel_.ranks.distributed()) return local;
-  // Master shards: gathered through a buffer in the model's memory, as the model copy is.
-  Kokkos::View<float*, gpt<float>::memory_space> full("kamp::trainer::exact_weights", spans_.back().second);
-  Kokkos::deep_copy(Kokkos::subview(full, shard()),
-                    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(local.data(), local.size()));
-  parallel_.ranks.all_gather(full.data(), sizeof(float), spans_);
-  std::vector<float> out(full.extent(0));
-  Kokkos::deep_copy(Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(out.data(), out.size()), full);
+namespace {
+// Every rank's host values of `local` (this rank's shard, elements of `width` bytes) put
+// together on every rank, through a buffer in the model's memory as the collectives expect.
+template <class T>
+std::vector<T> gather_shards(const std::vector<T>& local, const dist::communicator& ranks,
+                             const std::vector<std::pair<std::size_t, std::size_t>>& spans) {
+  const std::pair<std::size_t, std::size_t> mine = spans[ranks.rank()];
+  Kokkos::View<T*, gpt<float>::memory_space> full("kamp::trainer::gathered", spans.back().second);
+  Kokkos::deep_copy(Kokkos::subview(full, mine),
+                    Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(local.data(), local.size()));
+  ranks.all_gather(full.data(), sizeof(T), spans);
+  std::vector<T> out(full.extent(0));
+  Kokkos::deep_copy(Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(out.data(), out.size()), full);
   return out;
 }
+}  // namespace
 
-std::vector<std::uint32_t> trainer::model_copy_bits() const { return optimizer_->copy_bits(); }
+std::vector<float> trainer::exact_weights() const {
+  std::vector<float> local = optimizer_->exact_weights();
+  // The master is sharded, and at level parameters the copy too.
+  const bool sharded = policy_.has_master() || parallel_.level == sharding::parameters;
+  if (!sharded || !parallel_.ranks.distributed()) return local;
+  return gather_shards(local, parallel_.ranks, spans_);
+}
+
+std::vector<std::uint32_t> trainer::model_copy_bits() const {
+  std::vector<std::uint32_t> local = optimizer_->copy_bits();
+  if (parallel_.level != sharding::parameters || !parallel_.ranks.distributed()) return local;
+  return gather_shards(local, parallel_.ranks, spans_);
+}
 
 training_state trainer::state() const {
   training_state s;
@@ -43,17 +59,7 @@ training_state trainer::state() const {
   s.attempts = attempts_;
   s.scaler = scaler_.host_state();
   s.tensors = optimizer_->state();
-  const dist::communicator& ranks = parallel_.ranks;
-  if (!ranks.distributed()) return s;
-  const std::vector<std::size_t> counts = shard_sizes();
-  for (auto& t : s.tensors) {
-    if (t.role == "model") continue;
-    const std::size_t width = size_of(t.type);
-    std::vector<unsigned char> full(ranks.rank() == 0 ? spans_.back().second * width : 0);
-    ranks.gather(t.bytes.data(), full.data(), width, counts, 0);
-    t.bytes = std::move(full);
-  }
-  if (ranks.rank() != 0) s.tensors.clear();
+  if (parallel_.ranks.distributed()) s.slice = {shard().first, shard().second};
   return s;
 }
 
@@ -86,6 +92,10 @@ void trainer::check_restorable(const training_state& s) const {
          ": the optimizer state differs between modes; resume with the checkpoint's mode");
   const auto layout = state_layout(policy_);
   const tensor_table table = config_.parameter_table();
+  if (!s.slice.whole() && !(s.slice == element_range{shard().first, shard().second}))
+    fail("it holds elements [" + std::to_string(s.slice.first) + ", " + std::to_string(s.slice.last) +
+         ") of the flat buffers, but this rank's shard is [" + std::to_string(shard().first) + ", " +
+         std::to_string(shard().second) + "): read the checkpoint for this rank's shard");
   if (s.tensors.size() != layout.size())
     fail("it holds " + std::to_string(s.tensors.size()) + " state tensors, " + name(policy_.mode) + " keeps " +
          std::to_string(layout.size()));
@@ -94,9 +104,9 @@ void trainer::check_restorable(const training_state& s) const {
     if (x.role != layout[t].first || x.type != layout[t].second)
       fail("state tensor " + std::to_string(t) + " is " + x.role + " (" + name(x.type) + "), expected " +
            layout[t].first + " (" + name(layout[t].second) + ")");
-    if (x.bytes.size() != table.flat_size() * size_of(x.type))
+    if (x.bytes.size() != s.slice.size(table.flat_size()) * size_of(x.type))
       fail(x.role + " has " + std::to_string(x.bytes.size() / size_of(x.type)) + " elements, expected " +
-           std::to_string(table.flat_size()));
+           std::to_string(s.slice.size(table.flat_size())));
   }
   try {
     check_state(s, table);
@@ -121,13 +131,9 @@ void trainer::restore(const training_state& s) {
     if (problem.empty()) scaler_.restore(before);
     throw std::invalid_argument(problem.empty() ? "the saved state does not fit this run on another rank" : problem);
   }
-  if (parallel_.ranks.distributed()) {
+  if (parallel_.ranks.distributed() && s.slice.whole()) {
     std::vector<state_tensor> mine;
     for (const auto& t : s.tensors) {
-      if (t.role == "model") {
-        mine.push_back(t);
-        continue;
-      }
       const std::size_t width = size_of(t.type);
       mine.push_back({t.role, t.type,
                       std::vector<unsigned char>(t.bytes.begin() + shard().first * width,

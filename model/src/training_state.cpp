@@ -3,6 +3,7 @@
 
 #include "fields.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
@@ -71,11 +72,18 @@ void check_state(const training_state& s, const tensor_table& table) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
   const state_tensor* model = nullptr;
   const state_tensor* master = nullptr;
+  const std::size_t first = s.slice.first, last = s.slice.whole() ? table.flat_size() : s.slice.last;
+  // The elements of a tensor the state holds, [lo, hi) of the flat buffers.
+  const auto held = [&](const tensor_table::entry& e) {
+    return std::make_pair(std::max(e.offset, first), std::min(e.offset + e.size, last));
+  };
   for (const state_tensor& x : s.tensors) {
     if (x.role == "model") model = &x;
     if (x.role == "master") master = &x;
     for (const auto& e : table.entries()) {
-      const tensor_statistics st = statistics(x, e.offset, e.size);
+      const auto [lo, hi] = held(e);
+      if (lo >= hi) continue;
+      const tensor_statistics st = statistics(x, lo - first, hi - lo);
       if (st.non_finite > 0)
         fail(x.role + "/" + e.name + " has " + std::to_string(st.non_finite) +
              " non-finite values: this state diverged before it was saved; resume from an earlier checkpoint");
@@ -89,11 +97,11 @@ void check_state(const training_state& s, const tensor_table& table) {
     visit_dtype<float>(model->type, [&](auto zero) {
       using T = decltype(zero);
       for (const auto& e : table.entries())
-        for (std::size_t i = e.offset; i < e.offset + e.size; ++i) {
+        for (std::size_t i = held(e).first; i < held(e).second; ++i) {
           float m;
           T copy;
-          std::memcpy(&m, master->bytes.data() + i * sizeof(float), sizeof(float));
-          std::memcpy(&copy, model->bytes.data() + i * sizeof(T), sizeof(T));
+          std::memcpy(&m, master->bytes.data() + (i - first) * sizeof(float), sizeof(float));
+          std::memcpy(&copy, model->bytes.data() + (i - first) * sizeof(T), sizeof(T));
           const T rounded = from_float<T>(m);
           if (std::memcmp(&rounded, &copy, sizeof(T)) != 0)
             fail("model/" + e.name + " element " + std::to_string(i - e.offset) + " is " +

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 namespace kamp::dist {
@@ -51,21 +52,12 @@ std::vector<int> displacements(const std::vector<int>& counts) {
 
 using device_bytes = Kokkos::View<unsigned char*, memory_space, Kokkos::MemoryUnmanaged>;
 using host_bytes = Kokkos::View<unsigned char*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+using floats = Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>;
 
-// Runs `op` on a host-readable address of `bytes` bytes at `data` (model memory): the buffer
-// itself when MPI can read it, else a host copy (filled first when `in`, copied back when `out`).
-// The host copy is kept between calls (grown, never zero-filled again): a step's collectives
-// reuse it.
-template <class Op>
-void on_host(void* data, std::size_t bytes, bool direct, bool in, bool out, Op&& op) {
-  if (host_memory || direct) return op(data);
-  static std::vector<unsigned char> staged;
-  if (staged.size() < bytes) staged.resize(bytes);
-  const device_bytes device(static_cast<unsigned char*>(data), bytes);
-  const host_bytes host(staged.data(), bytes);
-  if (in) Kokkos::deep_copy(host, device);
-  op(static_cast<void*>(staged.data()));
-  if (out) Kokkos::deep_copy(device, host);
+std::vector<int> int_counts(const std::vector<std::size_t>& counts) {
+  std::vector<int> c(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) c[r] = as_count(counts[r]);
+  return c;
 }
 
 // bf16 partial sums: each addition in fp32, rounded to nearest even (MPI calls it on host data).
@@ -101,6 +93,12 @@ double communicator::sum(double x) const {
   return x;
 }
 
+void communicator::sum(std::vector<std::uint64_t>& values) const {
+  if (size_ > 1)
+    check(MPI_Allreduce(MPI_IN_PLACE, values.data(), as_count(values.size()), MPI_UINT64_T, MPI_SUM, comm_),
+          "MPI_Allreduce");
+}
+
 float communicator::sum(float x) const {
   if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
   return x;
@@ -125,46 +123,105 @@ void communicator::broadcast(std::vector<unsigned char>& bytes, int root) const 
   check(MPI_Bcast(bytes.data(), as_count(n), MPI_BYTE, root, comm_), "MPI_Bcast");
 }
 
+struct request::state {
+  MPI_Request mpi = MPI_REQUEST_NULL;
+  std::vector<int> counts, displacements;  ///< MPI reads them until the collective completes
+  std::vector<unsigned char> staged;       ///< the host copy MPI works on when it cannot read the buffer
+  Kokkos::View<bf16*, memory_space> narrow;
+  std::function<void()> finish;            ///< after MPI: copy back, move the result into place
+
+  // Where MPI works on `bytes` bytes at `data` (model memory): the buffer itself when MPI can
+  // read it, else a host copy (filled now when `in`; copy_back() returns it).
+  void* address(void* data, std::size_t bytes, bool direct, bool in) {
+    if (host_memory || direct) return data;
+    staged.resize(bytes);
+    if (in) Kokkos::deep_copy(host_bytes(staged.data(), bytes), device_bytes(static_cast<unsigned char*>(data), bytes));
+    return staged.data();
+  }
+  void copy_back(void* data) {
+    if (staged.empty()) return;
+    Kokkos::deep_copy(device_bytes(static_cast<unsigned char*>(data), staged.size()),
+                      host_bytes(staged.data(), staged.size()));
+  }
+};
+
+request::request() = default;
+request::request(request&&) noexcept = default;
+request& request::operator=(request&& o) noexcept {
+  if (this != &o) {
+    try {
+      wait();
+    } catch (...) {
+      // The next collective of the ranks fails with MPI's error.
+    }
+    state_ = std::move(o.state_);
+  }
+  return *this;
+}
+request::~request() {
+  try {
+    wait();
+  } catch (...) {
+    // A destructor cannot report it; the next collective of the ranks fails with MPI's error.
+  }
+}
+
+void request::wait() {
+  if (!state_) return;
+  const std::unique_ptr<state> s = std::move(state_);
+  check(MPI_Wait(&s->mpi, MPI_STATUS_IGNORE), "MPI_Wait");
+  if (s->finish) s->finish();
+}
+
 void communicator::reduce_scatter_sum(float* buffer, const std::vector<std::size_t>& counts, dtype wire) const {
+  start_reduce_scatter_sum(buffer, counts, wire).wait();
+}
+
+request communicator::start_reduce_scatter_sum(float* buffer, const std::vector<std::size_t>& counts,
+                                               dtype wire) const {
   if (counts.size() != std::size_t(size_))
     throw std::invalid_argument("kamp::dist::reduce_scatter_sum: one count per rank is needed");
   if (wire != dtype::fp32 && wire != dtype::bf16)
     throw std::invalid_argument(std::string("kamp::dist::reduce_scatter_sum: gradients are reduced in fp32 or bf16, not ") +
                                 name(wire));
-  if (size_ == 1) return;
+  request out;
+  if (size_ == 1) return out;
   std::size_t n = 0, first = 0;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) first = n;
     n += counts[r];
   }
   const std::size_t mine = counts[rank_];
-  std::vector<int> c(counts.size());
-  for (std::size_t r = 0; r < counts.size(); ++r) c[r] = as_count(counts[r]);
-  using floats = Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>;
+  out.state_ = std::make_unique<request::state>();
+  request::state& s = *out.state_;
+  s.counts = int_counts(counts);
   const Kokkos::DefaultExecutionSpace ex;
   if (wire == dtype::fp32) {
     // Staged even with GPU-aware MPI: Open MPI's CUDA support stages reduce_scatter_block but not
     // reduce_scatter, whose sums would then run on the host over device pointers. MPI leaves the
     // in-place result at the start of the buffer; it moves to this rank's part (for equal
     // shards the two ranges never overlap, else through a copy).
-    on_host(buffer, n * sizeof(float), false, true, true, [&](void* data) {
-      check(MPI_Reduce_scatter(MPI_IN_PLACE, data, c.data(), MPI_FLOAT, MPI_SUM, comm_), "MPI_Reduce_scatter");
-    });
-    if (first == 0) return;
-    if (first >= mine) {
-      Kokkos::deep_copy(ex, floats(buffer + first, mine), floats(buffer, mine));
-    } else {
-      Kokkos::View<float*, memory_space> moved("kamp::dist::wire", mine);
-      Kokkos::deep_copy(ex, moved, floats(buffer, mine));
-      Kokkos::deep_copy(ex, floats(buffer + first, mine), moved);
-    }
-    ex.fence();
-    return;
+    void* data = s.address(buffer, n * sizeof(float), false, true);
+    check(MPI_Ireduce_scatter(MPI_IN_PLACE, data, s.counts.data(), MPI_FLOAT, MPI_SUM, comm_, &s.mpi),
+          "MPI_Ireduce_scatter");
+    s.finish = [&s, buffer, first, mine, ex] {
+      s.copy_back(buffer);
+      if (first == 0) return;
+      if (first >= mine) {
+        Kokkos::deep_copy(ex, floats(buffer + first, mine), floats(buffer, mine));
+      } else {
+        Kokkos::View<float*, memory_space> moved("kamp::dist::wire", mine);
+        Kokkos::deep_copy(ex, moved, floats(buffer, mine));
+        Kokkos::deep_copy(ex, floats(buffer + first, mine), moved);
+      }
+      ex.fence();
+    };
+    return out;
   }
   // bf16 on the wire: narrowed on the device, summed by a user-defined operation, which MPI
   // applies to host data only.
-  Kokkos::View<bf16*, memory_space> narrow("kamp::dist::wire", n);
-  cast(ex, narrow, Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(buffer, n));
+  s.narrow = Kokkos::View<bf16*, memory_space>("kamp::dist::wire", n);
+  cast(ex, s.narrow, Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(buffer, n));
   ex.fence();
   // Created once per process (MPI_Finalize releases it).
   static const MPI_Op op = [] {
@@ -172,33 +229,48 @@ void communicator::reduce_scatter_sum(float* buffer, const std::vector<std::size
     check(MPI_Op_create(&bf16_sum, 1, &created), "MPI_Op_create");
     return created;
   }();
-  on_host(narrow.data(), n * sizeof(bf16), false, true, true, [&](void* data) {
-    check(MPI_Reduce_scatter(MPI_IN_PLACE, data, c.data(), MPI_UINT16_T, op, comm_), "MPI_Reduce_scatter");
-  });
-  cast(ex, floats(buffer + first, mine), Kokkos::subview(narrow, std::make_pair(std::size_t(0), mine)));
-  ex.fence();
+  void* data = s.address(s.narrow.data(), n * sizeof(bf16), false, true);
+  check(MPI_Ireduce_scatter(MPI_IN_PLACE, data, s.counts.data(), MPI_UINT16_T, op, comm_, &s.mpi),
+        "MPI_Ireduce_scatter");
+  s.finish = [&s, buffer, first, mine, ex] {
+    s.copy_back(s.narrow.data());
+    cast(ex, floats(buffer + first, mine), Kokkos::subview(s.narrow, std::make_pair(std::size_t(0), mine)));
+    ex.fence();
+  };
+  return out;
 }
 
 void communicator::all_gather(void* buffer, std::size_t element_bytes,
                               const std::vector<std::pair<std::size_t, std::size_t>>& spans) const {
-  if (size_ == 1) return;
+  start_all_gather(buffer, element_bytes, spans).wait();
+}
+
+request communicator::start_all_gather(void* buffer, std::size_t element_bytes,
+                                       const std::vector<std::pair<std::size_t, std::size_t>>& spans) const {
+  request out;
+  if (size_ == 1) return out;
   if (spans.size() != std::size_t(size_))
     throw std::invalid_argument("kamp::dist::all_gather: one span per rank is needed");
-  std::vector<int> counts(spans.size()), displs(spans.size());
+  out.state_ = std::make_unique<request::state>();
+  request::state& s = *out.state_;
+  s.counts.resize(spans.size());
+  s.displacements.resize(spans.size());
+  std::size_t end = 0;
   for (std::size_t r = 0; r < spans.size(); ++r) {
-    counts[r] = as_count(spans[r].second - spans[r].first);
-    displs[r] = as_count(spans[r].first);
+    s.counts[r] = as_count(spans[r].second - spans[r].first);
+    s.displacements[r] = as_count(spans[r].first);
+    end = std::max(end, spans[r].second);
   }
   MPI_Datatype element;
   check(MPI_Type_contiguous(as_count(element_bytes), MPI_BYTE, &element), "MPI_Type_contiguous");
   MPI_Type_commit(&element);
-  std::size_t end = 0;
-  for (const auto& s : spans) end = std::max(end, s.second);
-  on_host(buffer, end * element_bytes, gpu_aware_, true, true, [&](void* data) {
-    check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), displs.data(), element, comm_),
-          "MPI_Allgatherv");
-  });
-  MPI_Type_free(&element);
+  void* data = s.address(buffer, end * element_bytes, gpu_aware_, true);
+  const int started = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, s.counts.data(),
+                                      s.displacements.data(), element, comm_, &s.mpi);
+  MPI_Type_free(&element);  // MPI keeps it until the collective completes
+  check(started, "MPI_Iallgatherv");
+  s.finish = [&s, buffer] { s.copy_back(buffer); };
+  return out;
 }
 
 void communicator::gather(const void* part, void* full, std::size_t element_bytes,
@@ -207,8 +279,7 @@ void communicator::gather(const void* part, void* full, std::size_t element_byte
     std::memcpy(full, part, counts[0] * element_bytes);
     return;
   }
-  std::vector<int> c(counts.size());
-  for (std::size_t r = 0; r < counts.size(); ++r) c[r] = as_count(counts[r]);
+  const std::vector<int> c = int_counts(counts);
   const std::vector<int> d = displacements(c);
   MPI_Datatype element;
   check(MPI_Type_contiguous(as_count(element_bytes), MPI_BYTE, &element), "MPI_Type_contiguous");

@@ -1,6 +1,7 @@
 #ifndef KAMP_MODEL_CHECKPOINT_HPP
 #define KAMP_MODEL_CHECKPOINT_HPP
 
+#include <kamp/model/dist/communicator.hpp>
 #include <kamp/model/training_state.hpp>
 
 #include <cstdint>
@@ -18,20 +19,29 @@ class checkpoint_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The checkpoint format this kamp writes; it reads this one and version 1 (the same without
-/// per-tensor content hashes; docs/checkpoint.md).
-inline constexpr std::int64_t checkpoint_format_version = 2;
+/// The checkpoint format this kamp writes; it reads versions 1 to 3 (docs/checkpoint.md: 2 adds
+/// per-tensor content hashes, 3 makes them sums over positions that ranks compute in parts).
+inline constexpr std::int64_t checkpoint_format_version = 3;
 
-/// Writes `state` as an HDF5 checkpoint at `path`, atomically: into "<path>.tmp" beside it,
-/// flushed and fsync'ed, renamed to `path`, then the directory fsync'ed. A crash at any moment
-/// leaves `path` as it was or complete, never partly written.
+/// Writes `state` (all of it, state.slice whole) as an HDF5 checkpoint at `path`, atomically:
+/// into "<path>.tmp" beside it, flushed and fsync'ed, renamed to `path`, then the directory
+/// fsync'ed. A crash at any moment leaves `path` as it was or complete, never partly written.
 void write_checkpoint(const std::string& path, const training_state& state);
+/// The same file from the ranks of a data-parallel run, each passing its own slice
+/// (trainer::state()); the slices must cover the flat buffers. Collective: with parallel HDF5
+/// every rank writes its slices into the one file (MPI-IO, collective transfers), so no rank
+/// ever holds more than its slice; rank 0 commits the file once all have closed it.
+void write_checkpoint(const std::string& path, const training_state& state, const dist::communicator& ranks);
 
 /// Reads a checkpoint and checks all of it before returning: format and version, every
 /// attribute, each dataset's presence, element type and shape (from the stored model shape and
 /// precision mode), and every chunk's Fletcher-32 checksum (HDF5 checksums the metadata).
 /// Throws checkpoint_error naming the file and what is wrong.
 training_state read_checkpoint(const std::string& path);
+/// Elements `slice` of every tensor of the checkpoint (a rank's shard), whatever number of ranks
+/// wrote it: resharding N -> M without a gather. The same checks; collective over `ranks` (the
+/// content hashes are summed over the ranks' parts), and every rank throws if one fails.
+training_state read_checkpoint(const std::string& path, const dist::communicator& ranks, element_range slice);
 
 /// \brief A directory of checkpoints named step-<8-digit step>.h5 that keeps the newest `keep`.
 /// The bytes of the tensors a checkpoint of this model and policy holds (the file is this plus
@@ -45,7 +55,9 @@ class checkpoint_directory {
 
   /// Writes `state` as step-<steps_taken>.h5 (atomically), then deletes all but the newest
   /// `keep` checkpoints and any temporary file an interrupted write left. Returns the path.
-  std::string save(const training_state& state) const;
+  /// With several ranks, collective: each passes its slice (write_checkpoint); rank 0 manages
+  /// the directory.
+  std::string save(const training_state& state, const dist::communicator& ranks = {}) const;
   /// The checkpoint files, newest (highest step) first. Names like step-<digits>.h5 whose number
   /// does not fit a step counter are left out and reported by unparsable().
   std::vector<std::string> list() const;

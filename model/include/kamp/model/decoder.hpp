@@ -73,7 +73,7 @@ class gpt_decoder {
   layer_dtypes dtypes_;
   ExecutionSpace space_;
   weight_binding binding_;
-  std::vector<std::size_t> exact_offsets_;
+  detail::weight_addresses at_;
   std::unique_ptr<buffers> buf_;
   int position_ = 0;
 };

@@ -43,6 +43,30 @@ struct weight_binding {
   weights_ref copy;
 };
 
+namespace detail {
+/// Where each parameter's weights are, by table index: its exact values (null for those the
+/// binding need not hold) and its low-precision copy.
+struct weight_addresses {
+  std::vector<const void*> exact, copy;
+};
+}  // namespace detail
+
+/// \brief What a model whose parameters or gradients are sharded over ranks calls around each
+/// unit of parameters (FSDP's pre-forward, pre-backward and post-backward hooks). Unit 0 is the
+/// root (wte, wpe, lnf: read at both ends of a pass), unit 1 + l is block l (gpt_parameters::units).
+/// An implementation makes a unit's weights readable (gpt::bind_tensor) before it is used, and
+/// takes its gradients away once its backward pass is done.
+class unit_hooks {
+ public:
+  virtual ~unit_hooks() = default;
+  /// Before the forward pass reads unit `unit`'s weights.
+  virtual void before_forward(int unit) = 0;
+  /// Before the backward pass reads its weights and writes its gradients (which start at zero).
+  virtual void before_backward(int unit) = 0;
+  /// Its gradients of this pass are complete.
+  virtual void after_backward(int unit) = 0;
+};
+
 /// The parameters gpt reads from the exact weights rather than the low-precision copy:
 /// embeddings, LayerNorms, biases, and the GEMM weights of layers computing in fp32. With fp32
 /// master weights (AMP) these are the only ones the model needs in fp32.
@@ -96,7 +120,18 @@ class gpt {
   /// The weights bound now (a gpt_decoder can read the same ones).
   const weight_binding& binding() const { return binding_; }
   /// Gradients, flat over table(); backward() accumulates into them (the caller zeroes them).
-  Kokkos::View<Real*, memory_space> grads() const { return grads_; }
+  /// Allocated at the first use; never for a model whose gradients shard() handed to unit hooks.
+  Kokkos::View<Real*, memory_space> grads() const;
+
+  /// From now on `hooks` place the parameters and gradients unit by unit (sharded data
+  /// parallelism): the passes call them around each unit, and the whole gradient buffer is
+  /// released. `hooks` must outlive the model's passes.
+  void shard(unit_hooks* hooks);
+  /// Where tensor `tensor` (a table index) is read until the next bind: its exact values (null
+  /// when the policy reads it from the copy only) and its low-precision copy.
+  void bind_tensor(std::size_t tensor, const void* exact, const void* copy);
+  /// Where the gradient of tensor `tensor` is written until the next bind.
+  void bind_gradient(std::size_t tensor, Real* grad) { grad_at_.at(tensor) = grad; }
 
   /// Mean cross-entropy of predicting targets from tokens (host arrays of batch() x context,
   /// checked against the vocabulary). Copies them to the device and waits for the loss.
@@ -162,9 +197,10 @@ class gpt {
   int batch_;
   ExecutionSpace space_;
   weight_binding binding_;
-  /// Where each parameter starts in the exact weights (their layout may hold only some).
-  std::vector<std::size_t> exact_offsets_;
-  Kokkos::View<Real*, memory_space> grads_;
+  detail::weight_addresses at_;  ///< where each parameter's weights are read
+  mutable Kokkos::View<Real*, memory_space> grads_;
+  mutable std::vector<Real*> grad_at_;  ///< where each parameter's gradient is written
+  unit_hooks* hooks_ = nullptr;
   std::unique_ptr<buffers> buf_;
   token_rows<memory_space> token_index_;
   token_view tokens_, targets_;  ///< the batch of the pass under way

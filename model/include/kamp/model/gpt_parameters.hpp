@@ -46,6 +46,9 @@ struct gpt_parameters {
   std::size_t wte, wpe;
   std::vector<block_parameters> blocks;
   norm_parameters lnf;
+  /// The units sharded data parallelism gathers and reduces together (FSDP's wrapped modules),
+  /// as table indices: units[0] the root (wte, wpe, lnf), units[1 + l] block l.
+  std::vector<std::vector<std::size_t>> units;
 
   explicit gpt_parameters(const gpt_config& config);
   parameter_kind kind(std::size_t tensor) const { return kinds.at(tensor); }

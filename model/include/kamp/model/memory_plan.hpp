@@ -41,11 +41,13 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
 
 /// Everything kamp allocates to train `model` with micro-batches of `batch` sequences: the state
 /// of its flat buffers (parameter table with alignment padding) and its activation buffers,
-/// each in the dtype the policy gives its layer. With `shards` > 1 and `sharding::optimizer`,
-/// what kamp's data-parallel trainer holds per rank (the fp32 weights AMP reads exactly,
-/// gathered from the shards, included); other splits plan the ZeRO stage's state only.
+/// each in the dtype the policy gives its layer. With `shards` > 1, what kamp's data-parallel
+/// trainer holds per rank at `split` (optimizer, gradients or parameters): the shards, plus the
+/// fp32 weights AMP reads exactly (gathered from the master shards) and the per-unit buffers
+/// gradients are reduced from and parameters gathered into (the root and two blocks; every
+/// block when `reshard_after_forward` is false).
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards = 1,
-                        sharding split = sharding::optimizer);
+                        sharding split = sharding::optimizer, bool reshard_after_forward = true);
 
 /// Parameters of `model` counted from its shape, without building its parameter table (so a
 /// configuration claiming 10^8 layers costs nothing to judge).

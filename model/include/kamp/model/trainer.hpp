@@ -7,6 +7,7 @@
 #include <kamp/model/dist/communicator.hpp>
 #include <kamp/model/gpt.hpp>
 #include <kamp/model/lr_schedule.hpp>
+#include <kamp/model/memory_plan.hpp>
 #include <kamp/model/training_state.hpp>
 
 #include <chrono>
@@ -32,18 +33,31 @@ struct step_report {
 
 /// \brief How a data-parallel run divides the work; the defaults are one process.
 ///
-/// Every rank holds the low-precision model copy and computes the gradients of its own
-/// micro-batches; the gradients are reduce-scattered (summed, each rank receiving its
-/// contiguous shard of the flat buffer); each rank updates its shard of the fp32 master weights
-/// and optimizer moments; the model copy is all-gathered. A run on N ranks with `batch` B per
-/// rank takes the same data and the same steps as one process with batch N x B.
+/// Each rank computes the gradients of its own micro-batches and owns one contiguous shard of
+/// the flat buffers, whose fp32 master weights and optimizer moments it alone updates. What
+/// else is sharded is the `level` (docs/distributed.md):
+/// - optimizer (ZeRO-1): every rank holds the whole model copy and gradient buffer; after the
+///   backward pass the gradients are reduce-scattered, after the update the copy all-gathered.
+/// - gradients (ZeRO-2): the same weights, but each unit's gradients (the root, each block) are
+///   reduce-scattered as soon as its backward pass is done, from a buffer of that unit only.
+/// - parameters (ZeRO-3, FSDP full shard): each rank keeps only its shard of the model copy
+///   too; each unit's weights are all-gathered just before its forward pass (and again before
+///   its backward pass, unless `reshard_after_forward` is false) and dropped after.
+/// Collectives of the two sharded levels are non-blocking: the next unit's gather starts before
+/// this unit computes. A run on N ranks with `batch` B per rank takes the same data and the same
+/// steps as one process with batch N x B.
 struct parallel_options {
   dist::communicator ranks;                ///< the ranks that train this model together
   dtype gradient_reduction = dtype::fp32;  ///< the gradients' type on the network: fp32 or bf16
+  sharding level = sharding::optimizer;    ///< optimizer, gradients or parameters
+  /// parameters: gather each block again for the backward pass (FSDP FULL_SHARD); false keeps
+  /// the blocks gathered from the forward pass (SHARD_GRAD_OP: more memory, half the gathers).
+  bool reshard_after_forward = true;
 };
 
 namespace detail {
 struct optimizer_slot;
+class sharded_units;
 /// What a step leaves on the device for its report.
 struct step_record {
   double loss;  ///< mean over the micro-batches of their mean loss
@@ -89,7 +103,9 @@ class trainer {
   /// The range [first, last) of the flat buffers whose optimizer state this rank owns.
   std::pair<std::size_t, std::size_t> shard() const { return spans_[parallel_.ranks.rank()]; }
   /// Called on each rank with its own gradients (loss-scaled, not yet summed over the ranks)
-  /// after every backward pass of a step: gradient noise, fault injection in tests.
+  /// after every backward pass of a step: gradient noise, fault injection in tests. With sharded
+  /// gradients (level gradients or parameters) no rank holds its own whole gradient: the hook
+  /// gets its shard of the sums.
   void on_gradients(std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> hook) {
     gradient_hook_ = std::move(hook);
   }
@@ -100,21 +116,27 @@ class trainer {
   /// The learning rate of the step after `taken` optimizer steps.
   float learning_rate(std::int64_t taken) const { return schedule_(taken); }
   loss_scaler<gpt<float>::memory_space>& scaler() { return scaler_; }
-  /// The exact weights (fp32 master, fp32 weights, or pure bf16 widened) on the host.
+  /// The exact weights (fp32 master, fp32 weights, or pure bf16 widened) on the host; with
+  /// several ranks gathered on every rank (for tests and inspection, not for checkpoints).
   std::vector<float> exact_weights() const;
-  /// The raw bits of the low-precision model copy the GEMMs read, on the host.
+  /// The raw bits of the low-precision model copy the GEMMs read, on the host (gathered like
+  /// exact_weights()).
   std::vector<std::uint32_t> model_copy_bits() const;
+  /// Seconds this rank waited for the sharded levels' collectives since the last call: the
+  /// communication that compute did not hide.
+  double communication_wait_seconds();
 
   /// Everything the run needs to continue bit-exactly, copied to the host (a checkpoint's
-  /// content). With several ranks the shards are gathered: complete on rank 0 only.
+  /// content). With several ranks, each rank's shard of every tensor (`slice`): no rank holds
+  /// the whole state; write_checkpoint() with the communicator writes the slices into one file.
   training_state state() const;
   /// Continue from `s`. Checks it completely first (model shape, precision mode, tensor roles,
   /// types and sizes, finite values, counters, scaler state) and throws std::invalid_argument
   /// naming what does not fit; the trainer is then unchanged, never half-restored. The training
   /// options stay this trainer's own (compare them with `option_differences`).
-  /// Each rank of a sharded run takes its shard of a complete state, whatever number of ranks
-  /// wrote it (every rank passes the complete state, e.g. each reads the checkpoint file); when
-  /// it does not fit on any rank, every rank throws.
+  /// Each rank of a sharded run takes its shard of a complete state, or a state whose slice is
+  /// exactly its shard (read_checkpoint(path, ranks, shard()): whatever number of ranks wrote
+  /// the file); when it does not fit on any rank, every rank throws.
   void restore(const training_state& s);
 
  private:
@@ -141,6 +163,7 @@ class trainer {
   std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> gradient_hook_;
   std::unique_ptr<gpt<float>> model_;
   std::unique_ptr<detail::optimizer_slot> optimizer_;
+  std::unique_ptr<detail::sharded_units> units_;  ///< levels gradients and parameters
   lr_schedule schedule_;
   loss_scaler<gpt<float>::memory_space> scaler_;
   Kokkos::View<gradient_check, gpt<float>::memory_space> check_;
@@ -157,6 +180,9 @@ class trainer {
 /// GPT-2's initialization: weights N(0, 0.02), residual output projections N(0, 0.02/√(2L)),
 /// biases 0, LayerNorm scales 1. Drawn from a counter-based generator: the same on every machine.
 std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t seed);
+/// Elements [first, last) of the flat buffer gpt2_initial_weights() returns (a rank's shard).
+std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t seed, std::size_t first,
+                                        std::size_t last);
 
 }  // namespace kamp
 

@@ -39,6 +39,15 @@ struct state_tensor {
   std::size_t size() const { return bytes.size() / size_of(type); }
 };
 
+/// \brief Elements [first, last) of the flat buffers; the default (last 0) means all of them.
+struct element_range {
+  std::size_t first = 0, last = 0;
+  bool whole() const { return last == 0; }
+  /// Elements in the range, of a table of `flat_size` elements.
+  std::size_t size(std::size_t flat_size) const { return whole() ? flat_size : last - first; }
+  bool operator==(const element_range& o) const { return first == o.first && last == o.last; }
+};
+
 /// \brief Everything a run needs to continue bit-exactly. The random streams are counter-based
 /// (initial weights, data windows and stochastic rounding are functions of the seed and a
 /// counter), so the seed and the counters `steps_taken` and `attempts` are the complete RNG
@@ -52,6 +61,9 @@ struct training_state {
   std::int64_t attempts = 0;     ///< optimizer steps attempted (skipped ones included)
   loss_scale_state scaler{};
   std::vector<state_tensor> tensors;
+  /// The elements of the flat buffers `tensors` hold: all of them, or in a data-parallel run
+  /// one rank's shard (no rank holds the whole state; checkpoints are written and read in slices).
+  element_range slice;
   std::string run_config;    ///< the application's own settings (kamp-train: all its options, TOML)
   std::string kamp_version;  ///< set by read_checkpoint: the kamp that wrote the file
 };
@@ -65,7 +77,8 @@ std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& 
 /// trainer could have produced, whatever run it is for: finite tensors, second moments >= 0,
 /// the AMP model copy equal to its fp32 master rounded to nearest, counters consistent with
 /// each other and below 2^40, a finite positive loss scale. (Whether it fits a particular run,
-/// its model shape and mode, is trainer::restore's question.) `table` is the model's.
+/// its model shape and mode, is trainer::restore's question.) `table` is the model's; a state
+/// holding a slice is checked on its elements.
 void check_state(const training_state& s, const tensor_table& table);
 
 /// "lr 0.0003 -> 0.001" for each training option that differs between `saved` and `now`

@@ -9,11 +9,33 @@
 #endif
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace kamp::dist {
+
+/// \brief A collective under way (MPI's non-blocking collectives), so that the next layer's
+/// compute runs while it travels. wait() completes it, with the steps a blocking call would
+/// take after MPI (host copies back, the sums moved to their place); a request destroyed
+/// unwaited is waited for. A default request is complete.
+class request {
+ public:
+  request();
+  request(request&&) noexcept;
+  request& operator=(request&&) noexcept;
+  ~request();
+  void wait();
+  /// Started and not yet waited for.
+  bool pending() const { return state_ != nullptr; }
+
+ private:
+  friend class communicator;
+  struct state;
+  std::unique_ptr<state> state_;
+};
 
 /// \brief The ranks that train one model together, and the few collectives data parallelism
 /// needs. Buffers live in the model's memory space (Kokkos' default); MPI reads them directly
@@ -26,6 +48,7 @@ class communicator {
 #ifdef KAMP_HAVE_MPI
   /// The ranks of `comm` (MPI must be initialized; `comm` is used, not duplicated or freed).
   explicit communicator(MPI_Comm comm);
+  MPI_Comm mpi_comm() const { return comm_; }
 #endif
 
   int rank() const { return rank_; }
@@ -36,6 +59,8 @@ class communicator {
 
   /// Sum / maximum of a host value over the ranks (every rank gets the result).
   double sum(double x) const;
+  /// Element-wise sums modulo 2^64, in place.
+  void sum(std::vector<std::uint64_t>& values) const;
   float sum(float x) const;
   int max(int x) const;
   /// True on every rank when `ok` is true on every rank: ranks agree before a collective path.
@@ -49,10 +74,15 @@ class communicator {
   /// sums: bf16 halves the bytes, each addition then rounds to bf16 (nearest even), as PyTorch's
   /// bf16 all-reduce does.
   void reduce_scatter_sum(float* buffer, const std::vector<std::size_t>& counts, dtype wire) const;
+  /// reduce_scatter_sum() started: the buffer must stay untouched until the request is waited for.
+  request start_reduce_scatter_sum(float* buffer, const std::vector<std::size_t>& counts, dtype wire) const;
   /// In place: every rank's `spans[rank]` = [first, last) elements of `buffer` (elements of
   /// `element_bytes` bytes) sent to every other rank.
   void all_gather(void* buffer, std::size_t element_bytes,
                   const std::vector<std::pair<std::size_t, std::size_t>>& spans) const;
+  /// all_gather() started: the buffer must stay untouched until the request is waited for.
+  request start_all_gather(void* buffer, std::size_t element_bytes,
+                           const std::vector<std::pair<std::size_t, std::size_t>>& spans) const;
   /// Host buffers: rank r's `part` (counts[r] elements of `element_bytes`) concatenated in rank
   /// order into `full` on `root` (ignored elsewhere).
   void gather(const void* part, void* full, std::size_t element_bytes, const std::vector<std::size_t>& counts,

@@ -1,0 +1,254 @@
+#include "sharded_units.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace kamp::detail {
+
+namespace {
+
+using memory_space = gpt<float>::memory_space;
+using execution_space = gpt<float>::execution_space;
+using bytes_view = Kokkos::View<char*, memory_space, Kokkos::MemoryUnmanaged>;
+using floats = Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>;
+
+// dst += src, element by element. A free function: nvcc places no device lambda in a private
+// member function.
+void accumulate(const execution_space& ex, const floats& dst, const floats& src) {
+  Kokkos::parallel_for(
+      "kamp::fsdp::accumulate", Kokkos::RangePolicy<execution_space>(ex, 0, dst.extent(0)),
+      KOKKOS_LAMBDA(std::size_t i) { dst(i) += src(i); });
+}
+
+std::vector<span> tensor_ranges(const tensor_table& table, const std::vector<std::size_t>& tensors,
+                                const std::vector<bool>& keep) {
+  std::vector<span> out;
+  for (const std::size_t t : tensors) {
+    if (!keep[t]) continue;
+    const auto& e = table[t];
+    out.emplace_back(e.offset, e.offset + e.size);
+  }
+  std::sort(out.begin(), out.end());
+  std::vector<span> merged;
+  for (const auto& r : out) {
+    if (!merged.empty() && merged.back().second == r.first) {
+      merged.back().second = r.second;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+packing::packing(std::vector<span> r, const std::vector<span>& shards, int rank) : ranges(std::move(r)) {
+  for (const auto& x : ranges) size += x.second - x.first;
+  std::size_t cursor = 0;
+  for (std::size_t q = 0; q < shards.size(); ++q) {
+    std::size_t count = 0;
+    for (const auto& x : ranges) {
+      const std::size_t a = std::max(x.first, shards[q].first), b = std::min(x.second, shards[q].second);
+      if (a >= b) continue;
+      if (int(q) == rank) mine.push_back({position(a), a - shards[q].first, b - a});
+      count += b - a;
+    }
+    parts.emplace_back(cursor, cursor + count);
+    cursor += count;
+  }
+  if (cursor != size) throw std::logic_error("kamp::fsdp: the shards do not cover a unit's parameters");
+}
+
+std::size_t packing::position(std::size_t flat) const {
+  std::size_t before = 0;
+  for (const auto& x : ranges) {
+    if (flat >= x.first && flat < x.second) return before + (flat - x.first);
+    before += x.second - x.first;
+  }
+  throw std::logic_error("kamp::fsdp: element " + std::to_string(flat) + " is not in the unit");
+}
+
+std::vector<std::size_t> packing::counts() const {
+  std::vector<std::size_t> c;
+  for (const auto& p : parts) c.push_back(p.second - p.first);
+  return c;
+}
+
+struct sharded_units::unit_buffers {
+  Kokkos::View<char*, memory_space> copy;    ///< the packed low-precision copy
+  Kokkos::View<float*, memory_space> exact;  ///< the packed fp32 values read exactly (AMP)
+  Kokkos::View<float*, memory_space> grads;
+  int held = -1;      ///< the unit whose weights it holds or is gathering (-1: none)
+  int reducing = -1;  ///< the unit whose gradients it is reducing (-1: none)
+  dist::request copy_gather, exact_gather, reduction;
+};
+
+sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks, const std::vector<span>& shards,
+                             dtype gradient_wire, bool gather_weights, bool keep_gathered, weights_source source)
+    : model_(model),
+      ranks_(ranks),
+      shards_(shards),
+      wire_(gradient_wire),
+      gather_weights_(gather_weights),
+      keep_gathered_(keep_gathered),
+      source_(source) {
+  const gpt_parameters& p = model.parameters();
+  const tensor_table exact = exactly_read_parameters(model.config(), model.policy());
+  const std::vector<bool> all(p.table.count(), true);
+  std::vector<bool> read_exactly(p.table.count());
+  for (std::size_t t = 0; t < p.table.count(); ++t) read_exactly[t] = exact.contains(p.table[t].name);
+  const bool master = source.master.data != nullptr;
+  for (const auto& unit : p.units) {
+    params_.emplace_back(tensor_ranges(p.table, unit, all), shards, ranks.rank());
+    exact_.push_back(master ? packing(tensor_ranges(p.table, unit, read_exactly), shards, ranks.rank()) : packing());
+  }
+  const int units = int(p.units.size());
+  const std::size_t width = size_of(model.policy().low());
+  // Slot sizes: the largest unit each holds.
+  const auto size_slots = [&](std::vector<unit_buffers>& slots, int count, auto slot_of, bool weights) {
+    slots.resize(count);
+    std::vector<std::size_t> params(count, 0), exacts(count, 0);
+    for (int u = 0; u < units; ++u) {
+      params[slot_of(u)] = std::max(params[slot_of(u)], params_[u].size);
+      exacts[slot_of(u)] = std::max(exacts[slot_of(u)], exact_[u].size);
+    }
+    for (int s = 0; s < count; ++s) {
+      if (weights) {
+        slots[s].copy = Kokkos::View<char*, memory_space>("kamp::fsdp::unit_weights", params[s] * width);
+        if (master) slots[s].exact = Kokkos::View<float*, memory_space>("kamp::fsdp::unit_exact", exacts[s]);
+      } else {
+        slots[s].grads = Kokkos::View<float*, memory_space>("kamp::fsdp::unit_grads", params[s]);
+      }
+    }
+  };
+  if (gather_weights)
+    size_slots(weight_slots_, keep_gathered ? units : std::min(units, 3), [&](int u) { return weight_slot(u); }, true);
+  size_slots(gradient_slots_, std::min(units, 3), [&](int u) { return gradient_slot(u); }, false);
+  const auto [first, last] = shards[ranks.rank()];
+  shard_grads_ = Kokkos::View<float*, memory_space>("kamp::trainer::gradient_shard", last - first);
+  model.shard(this);
+}
+
+sharded_units::~sharded_units() = default;
+
+int sharded_units::weight_slot(int unit) const {
+  return unit == 0 || keep_gathered_ ? unit : 1 + (unit - 1) % 2;
+}
+
+int sharded_units::gradient_slot(int unit) const { return unit == 0 ? 0 : 1 + (unit - 1) % 2; }
+
+void sharded_units::gather(int unit) {
+  unit_buffers& b = weight_slots_[weight_slot(unit)];
+  if (b.held == unit) return;
+  b.copy_gather.wait();
+  b.exact_gather.wait();
+  const execution_space ex;
+  ex.fence();  // the kernels that read the slot's previous unit are done
+  const std::size_t width = size_of(source_.copy.type);
+  const auto* copy = static_cast<const char*>(source_.copy.data);
+  for (const auto& piece : params_[unit].mine)
+    Kokkos::deep_copy(ex, bytes_view(b.copy.data() + piece.packed * width, piece.size * width),
+                      Kokkos::View<const char*, memory_space, Kokkos::MemoryUnmanaged>(copy + piece.shard * width,
+                                                                                       piece.size * width));
+  const auto* master = static_cast<const float*>(source_.master.data);
+  for (const auto& piece : exact_[unit].mine)
+    Kokkos::deep_copy(ex, floats(b.exact.data() + piece.packed, piece.size),
+                      Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + piece.shard, piece.size));
+  ex.fence();  // MPI reads the slot
+  b.copy_gather = ranks_.start_all_gather(b.copy.data(), width, params_[unit].parts);
+  if (master != nullptr) b.exact_gather = ranks_.start_all_gather(b.exact.data(), sizeof(float), exact_[unit].parts);
+  b.held = unit;
+}
+
+void sharded_units::wait_gather(int unit) {
+  unit_buffers& b = weight_slots_[weight_slot(unit)];
+  const auto start = std::chrono::steady_clock::now();
+  b.copy_gather.wait();
+  b.exact_gather.wait();
+  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void sharded_units::bind_unit(int unit) {
+  const unit_buffers& b = weight_slots_[weight_slot(unit)];
+  const gpt_parameters& p = model_.parameters();
+  const std::size_t width = size_of(source_.copy.type);
+  for (const std::size_t t : p.units[unit]) {
+    const std::size_t offset = p.table[t].offset;
+    const void* copy = b.copy.data() + params_[unit].position(offset) * width;
+    const void* exact = copy;  // without master weights the exact weights are the copy
+    if (source_.master.data != nullptr) {
+      const auto& ranges = exact_[unit].ranges;
+      const bool held = std::any_of(ranges.begin(), ranges.end(),
+                                    [&](const span& r) { return offset >= r.first && offset < r.second; });
+      exact = held ? static_cast<const void*>(b.exact.data() + exact_[unit].position(offset)) : nullptr;
+    }
+    model_.bind_tensor(t, exact, copy);
+  }
+}
+
+void sharded_units::before_forward(int unit) {
+  if (!gather_weights_) return;
+  gather(unit);
+  wait_gather(unit);
+  bind_unit(unit);
+  // Prefetch the next block: its all-gather travels while this unit computes.
+  if (unit + 1 < int(params_.size())) gather(unit + 1);
+}
+
+void sharded_units::before_backward(int unit) {
+  const int g = gradient_slot(unit);
+  reduce_done(g);
+  unit_buffers& b = gradient_slots_[g];
+  const execution_space ex;
+  Kokkos::deep_copy(ex, b.grads, 0.0f);
+  const gpt_parameters& p = model_.parameters();
+  for (const std::size_t t : p.units[unit])
+    model_.bind_gradient(t, b.grads.data() + params_[unit].position(p.table[t].offset));
+  if (!gather_weights_) return;
+  gather(unit);
+  wait_gather(unit);
+  bind_unit(unit);
+  if (unit > 1) gather(unit - 1);  // the previous block, which the backward pass reaches next
+}
+
+void sharded_units::after_backward(int unit) {
+  unit_buffers& b = gradient_slots_[gradient_slot(unit)];
+  execution_space().fence();  // MPI reads the gradients
+  b.reduction = ranks_.start_reduce_scatter_sum(b.grads.data(), params_[unit].counts(), wire_);
+  b.reducing = unit;
+}
+
+void sharded_units::reduce_done(int slot) {
+  unit_buffers& b = gradient_slots_[slot];
+  if (b.reducing < 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  b.reduction.wait();
+  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const execution_space ex;
+  for (const auto& piece : params_[b.reducing].mine)
+    accumulate(ex, floats(shard_grads_.data() + piece.shard, piece.size), floats(b.grads.data() + piece.packed, piece.size));
+  b.reducing = -1;
+}
+
+void sharded_units::start_step() { Kokkos::deep_copy(execution_space(), shard_grads_, 0.0f); }
+
+void sharded_units::finish_backward() {
+  for (int s = 0; s < int(gradient_slots_.size()); ++s) reduce_done(s);
+}
+
+void sharded_units::weights_changed() {
+  for (auto& b : weight_slots_) {
+    b.copy_gather.wait();
+    b.exact_gather.wait();
+    b.held = -1;
+  }
+}
+
+double sharded_units::take_wait_seconds() {
+  const double w = waited_;
+  waited_ = 0;
+  return w;
+}
+
+}  // namespace kamp::detail
