@@ -252,7 +252,9 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                 : level == kamp::sharding::gradients ? "optimizer state and gradients"
                                                      : "optimizer state, gradients and model copy",
                 s.gradient_reduction.c_str(), ranks.gpu_aware() ? " (GPU-aware MPI)" : "");
+  const auto resume_start = std::chrono::steady_clock::now();
   const bool resumed = !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train, s.policy).empty();
+  const double resume_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - resume_start).count();
   std::fflush(stdout);
   if (s.diagnose) {
     std::printf("%s", kamp::report(kamp::diagnose(trainer)).c_str());
@@ -265,6 +267,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   using clock = std::chrono::steady_clock;
   std::int64_t saved_step = trainer.steps_taken(), saved_attempts = trainer.attempts();
   auto saved_time = clock::now();
+  double last_save_seconds = 0;
   const auto save = [&] {
     kamp::training_state state = trainer.state();
     state.run_config = run_config;
@@ -272,6 +275,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
     // Each rank writes its own shard into the file; none ever holds the whole state.
     const std::string path = checkpoints.save(state, ranks);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+    last_save_seconds = seconds;
     saved_step = trainer.steps_taken();
     saved_attempts = trainer.attempts();
     saved_time = clock::now();
@@ -426,6 +430,8 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                           {"ranks", ranks.size()},
                           {"sharding", s.sharding},
                           {"communication_wait_seconds", waited},
+                          {"checkpoint_write_seconds", last_save_seconds},
+                          {"checkpoint_read_seconds", resumed ? nlohmann::json(resume_seconds) : nlohmann::json()},
                           {"memory_bytes", memory_use},
                           {"seconds", seconds}}
                .dump(2)
