@@ -94,9 +94,10 @@ int main(int argc, char** argv) {
                   b.total());
     }
     std::printf("\n");
-    if (shards > 1)
-      std::printf("  kamp-train on %d MPI ranks holds what --sharding optimizer plans%s\n", shards,
-                  how == kamp::sharding::optimizer ? " (this plan)" : "; gradients and parameters are not sharded");
+    if (shards > 1 && how != kamp::sharding::none)
+      std::printf("  kamp-train on %d MPI ranks with --sharding %s holds this%s\n", shards, kamp::name(how),
+                  parameters == 0 ? ", the buffers units are gathered into and reduced from included"
+                                  : " plus the buffers of the units gathered at a time (give a model shape to see them)");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kamp-plan: error: %s\n", e.what());

@@ -61,7 +61,7 @@ endif()
 
 # Checkpoints are HDF5 files. With MPI, kamp takes the parallel library (Debian's
 # libhdf5-openmpi-dev): every rank writes its slices of a checkpoint into the one file
-# (docs/checkpoint.md). Without MPI, or where only a serial HDF5 is found, one process writes.
+# (docs/checkpoint.md). Without MPI one process writes, with either library.
 if(KAMP_HAVE_MPI)
   set(HDF5_PREFER_PARALLEL TRUE)
 endif()
@@ -71,12 +71,25 @@ if(HDF5_VERSION VERSION_LESS 1.10)
                       "Point HDF5_ROOT at a newer installation (Debian: libhdf5-dev).")
 endif()
 set(KAMP_HAVE_PARALLEL_HDF5 OFF)
-if(KAMP_HAVE_MPI AND HDF5_IS_PARALLEL)
+if(KAMP_HAVE_MPI)
+  # Ranks write their shards of a checkpoint into one file; no rank holds the whole state.
+  if(NOT HDF5_IS_PARALLEL)
+    set(kamp_serial_hdf5 "the HDF5 found (${HDF5_INCLUDE_DIRS}) is serial, and kamp's ranks write their checkpoint "
+                         "shards with parallel HDF5. Install one (Debian: libhdf5-openmpi-dev; a cluster's hdf5 MPI "
+                         "module) or point HDF5_C_COMPILER_EXECUTABLE at its h5pcc")
+    if(KAMP_ENABLE_MPI STREQUAL "ON")
+      message(FATAL_ERROR "kamp: KAMP_ENABLE_MPI=ON, but ${kamp_serial_hdf5}; or build with -DKAMP_ENABLE_MPI=OFF.")
+    endif()
+    message(WARNING "kamp: MPI found, but ${kamp_serial_hdf5}. Building without MPI (one process only).")
+    set(KAMP_HAVE_MPI OFF)
+  endif()
+endif()
+if(KAMP_HAVE_MPI)
+  if(HDF5_VERSION VERSION_LESS 1.10.2)
+    message(FATAL_ERROR "kamp: parallel HDF5 ${HDF5_VERSION} cannot write checksummed (filtered) datasets in "
+                        "parallel; that needs 1.10.2 or newer.")
+  endif()
   set(KAMP_HAVE_PARALLEL_HDF5 ON)
-elseif(KAMP_HAVE_MPI)
-  message(WARNING "kamp: the HDF5 found (${HDF5_INCLUDE_DIRS}) is serial: runs on several MPI ranks cannot write "
-                  "checkpoints (each rank holds only its shard). Install a parallel HDF5 (Debian: "
-                  "libhdf5-openmpi-dev) or point HDF5_ROOT / HDF5_C_COMPILER_EXECUTABLE (h5pcc) at one.")
 endif()
 message(STATUS "kamp: HDF5 ${HDF5_VERSION} (parallel: ${KAMP_HAVE_PARALLEL_HDF5}): ${HDF5_INCLUDE_DIRS}")
 

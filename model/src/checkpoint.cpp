@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <regex>
 
 namespace kamp {
@@ -116,14 +118,40 @@ h5::handle create(const std::string& path, const dist::communicator& ranks) {
 #ifdef KAMP_HAVE_PARALLEL_HDF5
   return h5::create_parallel_file(path, ranks.mpi_comm());
 #else
-  throw checkpoint_error("this kamp was built with a serial HDF5, which cannot write the ranks' slices into one "
-                         "file: rebuild it against a parallel HDF5 (Debian: libhdf5-openmpi-dev)");
+  // CMake refuses an MPI build without a parallel HDF5; a build without MPI has one rank.
+  throw std::logic_error("kamp: several ranks without parallel HDF5");
 #endif
+}
+
+// Where tensor `e`'s `part` starts in `bytes`, which hold elements [first, ...) of a tensor of
+// `width`-byte elements (the start of `bytes` for an empty part, which nothing reads).
+template <class Byte>
+Byte* start_of(Byte* bytes, const tensor_table::entry& e, h5::elements part, std::size_t first, std::size_t width) {
+  return part.lo < part.hi ? bytes + (e.offset + part.lo - first) * width : bytes;
+}
+
+// A rank failing inside the parallel file's collective calls ends the job (hdf5.hpp says why).
+[[noreturn]] void end_the_job(const std::string& message, const void* context) {
+  const auto& ranks = *static_cast<const dist::communicator*>(context);
+  std::fprintf(stderr,
+               "kamp: error (rank %d of %d) while the ranks write a checkpoint together: %s. Ending the job: the "
+               "other ranks wait in HDF5's collective calls. The previous checkpoints are intact.\n",
+               ranks.rank(), ranks.size(), message.c_str());
+  std::fflush(stderr);
+  ranks.abort(1);
 }
 
 void write_file(const std::string& path, const training_state& state, const dist::communicator& ranks) {
   const tensor_table table = state.model.parameter_table();
-  check_tensor_sizes(state, table);
+  std::string problem;
+  try {
+    check_tensor_sizes(state, table);
+  } catch (const std::invalid_argument& e) {
+    problem = e.what();
+  }
+  if (!ranks.all(problem.empty()))
+    throw std::invalid_argument(problem.empty() ? "kamp::write_checkpoint: another rank's state does not fit its model"
+                                                : problem);
   const std::size_t first = state.slice.first, last = state.slice.whole() ? table.flat_size() : state.slice.last;
   // The slices of the ranks must be the whole table, each element once.
   if (ranks.sum(double(last - first)) != double(table.flat_size()))
@@ -134,10 +162,12 @@ void write_file(const std::string& path, const training_state& state, const dist
   for (const auto& t : state.tensors)
     for (const auto& e : table.entries()) {
       const h5::elements part = part_of(e, first, last);
-      hashes.push_back(h5::content_hash(t.bytes.data() + (e.offset + part.lo - first) * size_of(t.type), t.type,
-                                        part.lo, part.hi - part.lo));
+      hashes.push_back(h5::content_hash(start_of(t.bytes.data(), e, part, first, size_of(t.type)), t.type, part.lo,
+                                        part.hi - part.lo));
     }
   ranks.sum(hashes);
+  std::optional<h5::collective_failures> collective;
+  if (ranks.distributed()) collective.emplace(&end_the_job, &ranks);
   h5::handle file = create(path, ranks);
   const hid_t root = file.get();
   h5::write_attribute(root, "format", std::string(format_name));
@@ -164,9 +194,8 @@ void write_file(const std::string& path, const training_state& state, const dist
     h5::handle group = h5::create_group(root, t.role);
     for (const auto& e : table.entries()) {
       const h5::elements part = part_of(e, first, last);
-      h5::write_dataset(group.get(), e.name, t.type, e.shape,
-                        t.bytes.data() + (e.offset + part.lo - first) * size_of(t.type), part, *hash++,
-                        ranks.distributed());
+      h5::write_dataset(group.get(), e.name, t.type, e.shape, start_of(t.bytes.data(), e, part, first, size_of(t.type)),
+                        part, *hash++, ranks.distributed());
     }
   }
   if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0) h5::fail("flushing '" + path + "'");
@@ -286,7 +315,7 @@ training_state read_file(const std::string& path, element_range slice, std::vect
         h5::handle set = h5::open_dataset(group.get(), e.name, type, e.shape, where);
         if (!read) continue;
         const h5::elements part = part_of(e, first, last);
-        unsigned char* out = t.bytes.data() + (e.offset + part.lo - first) * width;
+        unsigned char* out = start_of(t.bytes.data(), e, part, first, width);
         if (part.lo < part.hi) h5::read_elements(set, type, e.shape, out, part, where);
         if (version == 3) {
           hashes.push_back({where, h5::read_uint_attribute(set.get(), "content_hash", where),
@@ -322,6 +351,10 @@ void write_checkpoint(const std::string& path, const training_state& state, cons
   try {
     try {
       write_file(tmp, state, ranks);
+      // Written through MPI-IO chunk by chunk, a full disk may go unreported (the serial path
+      // builds the file in memory for that reason): every rank reads its slices back and the
+      // content hashes are compared before the file replaces anything.
+      if (ranks.distributed()) read_checkpoint(tmp, ranks, state.slice);
     } catch (const checkpoint_error& e) {
       // HDF5's messages do not carry errno: the free space tells whether the disk filled up.
       std::error_code error;
@@ -371,8 +404,11 @@ training_state read_checkpoint(const std::string& path, const dist::communicator
                                             : problem));
   std::vector<std::uint64_t> sums;
   for (const auto& h : hashes) sums.push_back(h.part);
+  // The parts add up to a dataset's hash only when the ranks' slices cover the flat buffers.
+  const std::size_t flat = s.model.parameter_table().flat_size();
+  const bool covered = slice.whole() || ranks.sum(double(slice.last - slice.first)) == double(flat);
   if (!slice.whole()) ranks.sum(sums);
-  for (std::size_t i = 0; i < hashes.size(); ++i)
+  for (std::size_t i = 0; covered && i < hashes.size(); ++i)
     if (sums[i] != hashes[i].stored)
       throw checkpoint_error("checkpoint '" + path + "': dataset " + hashes[i].where +
                              " does not hold the values that were written (content hash mismatch: a chunk was "

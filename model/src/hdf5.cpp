@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace kamp::detail::h5 {
 
@@ -97,6 +98,21 @@ void handle::close(const std::string& what) {
   if (id >= 0 && close_(id) < 0) fail(what);
 }
 
+namespace {
+void (*failure_handler)(const std::string&, const void*) = nullptr;
+const void* failure_context = nullptr;
+}  // namespace
+
+collective_failures::collective_failures(void (*handler)(const std::string&, const void*), const void* context) {
+  failure_handler = handler;
+  failure_context = context;
+}
+
+collective_failures::~collective_failures() {
+  failure_handler = nullptr;
+  failure_context = nullptr;
+}
+
 void fail(const std::string& what) {
   std::vector<std::string> messages;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect, &messages);
@@ -105,7 +121,9 @@ void fail(const std::string& what) {
   // The innermost messages say what actually went wrong ("truncated file", "checksum failed").
   const std::size_t from = messages.size() > 2 ? messages.size() - 2 : 0;
   for (std::size_t i = from; i < messages.size(); ++i) detail += (detail.empty() ? "" : "; ") + messages[i];
-  throw checkpoint_error(detail.empty() ? what : what + " (HDF5: " + detail + ")");
+  const std::string message = detail.empty() ? what : what + " (HDF5: " + detail + ")";
+  if (failure_handler != nullptr) failure_handler(message, failure_context);
+  throw checkpoint_error(message);
 }
 
 handle file_type(dtype t) { return float_type(t, H5T_IEEE_F32LE, H5T_IEEE_F64LE); }
@@ -263,6 +281,8 @@ std::uint64_t content_hash(const void* data, dtype t, std::size_t first, std::si
     return x ^ (x >> 31);
   };
   const std::size_t width = size_of(t);
+  if (width != 2 && width != 4)
+    throw std::invalid_argument(std::string("kamp: checkpoint tensors are 16- or 32-bit, not ") + kamp::name(t));
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint64_t h = 0;
   for (std::size_t i = 0; i < count; ++i) {

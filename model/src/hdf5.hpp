@@ -37,7 +37,19 @@ class handle {
 };
 
 /// Throws checkpoint_error("<what>: <HDF5's innermost messages>") and clears HDF5's error stack.
+/// Within a collective_failures scope it calls that scope's handler first.
 [[noreturn]] void fail(const std::string& what);
+
+/// \brief While it lives, an HDF5 failure calls `handler` (which must not return) instead of
+/// throwing: a rank that fails inside a parallel file's collective calls must end the job, since
+/// unwinding would close the file collectively and wait for ranks that never get there.
+class collective_failures {
+ public:
+  explicit collective_failures(void (*handler)(const std::string& message, const void* context), const void* context);
+  ~collective_failures();
+  collective_failures(const collective_failures&) = delete;
+  collective_failures& operator=(const collective_failures&) = delete;
+};
 
 /// The file type of `t`: IEEE little-endian binary32/64, IEEE binary16, and bfloat16 as an HDF5
 /// user-defined float (sign 15, exponent 7..14, mantissa 0..6, bias 127): h5dump prints its

@@ -6,6 +6,7 @@
 #include "../support/catch.hpp"
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -469,4 +470,37 @@ TEST_CASE("any flipped byte is detected or harmless: the checkpoint fails to loa
   }
   // Nearly all of the file is checksummed data and metadata.
   CHECK(detected > trials * 3 / 4);
+}
+
+TEST_CASE("a checkpoint read in slices gives each slice of the whole, whatever the boundaries", "[model][checkpoint]") {
+  // What ranks do when they reshard a checkpoint: each reads a flat range of every tensor, which
+  // for a matrix is a partial row, whole rows and a partial row.
+  const scratch_dir dir("slices");
+  kamp::trainer source(small_model(), policy(kamp::precision_mode::amp_bf16), short_run(4), corpus());
+  train_until(source, 2);
+  const std::string file = dir / "whole.h5";
+  kamp::write_checkpoint(file, source.state());
+  const kamp::training_state whole = kamp::read_checkpoint(file);
+  const std::size_t flat = small_model().parameter_table().flat_size();
+  std::mt19937_64 g(17);
+  for (int trial = 0; trial < 6; ++trial) {
+    std::vector<std::size_t> cuts{0, flat};
+    for (int c = 0; c < 1 + trial; ++c) cuts.push_back(1 + g() % (flat - 1));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      INFO("elements [" << cuts[k] << ", " << cuts[k + 1] << ") of " << flat);
+      const kamp::training_state part = kamp::read_checkpoint(file, kamp::dist::communicator(), {cuts[k], cuts[k + 1]});
+      REQUIRE(part.slice == kamp::element_range{cuts[k], cuts[k + 1]});
+      REQUIRE(part.tensors.size() == whole.tensors.size());
+      for (std::size_t t = 0; t < whole.tensors.size(); ++t) {
+        const std::size_t width = kamp::size_of(whole.tensors[t].type);
+        REQUIRE(part.tensors[t].bytes == std::vector<unsigned char>(whole.tensors[t].bytes.begin() + cuts[k] * width,
+                                                                    whole.tensors[t].bytes.begin() + cuts[k + 1] * width));
+      }
+    }
+  }
+  // A slice outside the table is refused with the table's size.
+  CHECK_THROWS_WITH(kamp::read_checkpoint(file, kamp::dist::communicator(), {flat - 4, flat + 4}),
+                    kamp::test::contains("the model's flat buffers have " + std::to_string(flat)));
 }

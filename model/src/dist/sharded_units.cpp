@@ -57,7 +57,8 @@ packing::packing(std::vector<span> r, const std::vector<span>& shards, int rank)
     parts.emplace_back(cursor, cursor + count);
     cursor += count;
   }
-  if (cursor != size) throw std::logic_error("kamp::fsdp: the shards do not cover a unit's parameters");
+  if (cursor != size || (!mine.empty() && mine.front().packed != parts[rank].first))
+    throw std::logic_error("kamp::fsdp: the shards do not split a unit's parameters into ranges in rank order");
 }
 
 std::size_t packing::position(std::size_t flat) const {
@@ -143,7 +144,7 @@ void sharded_units::gather(int unit) {
   if (b.held == unit) return;
   b.copy_gather.wait();
   b.exact_gather.wait();
-  const execution_space ex;
+  const execution_space& ex = model_.space();
   ex.fence();  // the kernels that read the slot's previous unit are done
   const std::size_t width = size_of(source_.copy.type);
   const auto* copy = static_cast<const char*>(source_.copy.data);
@@ -200,8 +201,7 @@ void sharded_units::before_backward(int unit) {
   const int g = gradient_slot(unit);
   reduce_done(g);
   unit_buffers& b = gradient_slots_[g];
-  const execution_space ex;
-  Kokkos::deep_copy(ex, b.grads, 0.0f);
+  Kokkos::deep_copy(model_.space(), b.grads, 0.0f);
   const gpt_parameters& p = model_.parameters();
   for (const std::size_t t : p.units[unit])
     model_.bind_gradient(t, b.grads.data() + params_[unit].position(p.table[t].offset));
@@ -214,7 +214,7 @@ void sharded_units::before_backward(int unit) {
 
 void sharded_units::after_backward(int unit) {
   unit_buffers& b = gradient_slots_[gradient_slot(unit)];
-  execution_space().fence();  // MPI reads the gradients
+  model_.space().fence();  // MPI reads the gradients
   b.reduction = ranks_.start_reduce_scatter_sum(b.grads.data(), params_[unit].counts(), wire_);
   b.reducing = unit;
 }
@@ -225,13 +225,19 @@ void sharded_units::reduce_done(int slot) {
   const auto start = std::chrono::steady_clock::now();
   b.reduction.wait();
   waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const execution_space ex;
   for (const auto& piece : params_[b.reducing].mine)
-    accumulate(ex, floats(shard_grads_.data() + piece.shard, piece.size), floats(b.grads.data() + piece.packed, piece.size));
+    accumulate(model_.space(), floats(shard_grads_.data() + piece.shard, piece.size), floats(b.grads.data() + piece.packed, piece.size));
   b.reducing = -1;
 }
 
-void sharded_units::start_step() { Kokkos::deep_copy(execution_space(), shard_grads_, 0.0f); }
+void sharded_units::start_step() {
+  // Reductions an interrupted step left are waited for and dropped, not added to this step.
+  for (auto& b : gradient_slots_) {
+    b.reduction.wait();
+    b.reducing = -1;
+  }
+  Kokkos::deep_copy(model_.space(), shard_grads_, 0.0f);
+}
 
 void sharded_units::finish_backward() {
   for (int s = 0; s < int(gradient_slots_.size()); ++s) reduce_done(s);

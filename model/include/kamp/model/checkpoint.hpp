@@ -39,8 +39,10 @@ void write_checkpoint(const std::string& path, const training_state& state, cons
 /// Throws checkpoint_error naming the file and what is wrong.
 training_state read_checkpoint(const std::string& path);
 /// Elements `slice` of every tensor of the checkpoint (a rank's shard), whatever number of ranks
-/// wrote it: resharding N -> M without a gather. The same checks; collective over `ranks` (the
-/// content hashes are summed over the ranks' parts), and every rank throws if one fails.
+/// wrote it: resharding N -> M without a gather. The same checks, collective over `ranks`: every
+/// rank throws if one fails. The content hashes are summed over the ranks' parts, so they are
+/// checked when the slices cover the flat buffers (each rank its shard); otherwise Fletcher-32
+/// alone guards the values read.
 training_state read_checkpoint(const std::string& path, const dist::communicator& ranks, element_range slice);
 
 /// \brief A directory of checkpoints named step-<8-digit step>.h5 that keeps the newest `keep`.
