@@ -409,10 +409,10 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   std::printf("  train loss %.4f (step %lld) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n", first_loss,
               static_cast<long long>(first_step), final_loss, tail, initial_validation, final_validation);
   const double waited = ranks.sum(trainer.communication_wait_seconds()) / ranks.size();
-  if (ranks.distributed() && level != kamp::sharding::optimizer)
-    std::printf("  sharded collectives: %.2f s per rank spent waiting for them (%.1f%% of the training time), the "
-                "rest overlapped compute\n",
-                waited, 100.0 * waited / std::max(seconds, 1e-9));
+  if (ranks.distributed())
+    std::printf("  collectives: %.2f s per rank waited for them (%.1f%% of the training time)%s\n", waited,
+                100.0 * waited / std::max(seconds, 1e-9),
+                level == kamp::sharding::optimizer ? ", blocking" : "; non-blocking, the rest overlapped compute");
   const nlohmann::json memory_use = print_memory(
       memory, kamp::plan_memory(s.model, s.policy, s.train.batch, ranks.size(), level, s.reshard_after_forward));
   if (!s.summary.empty() && ranks.rank() == 0) {

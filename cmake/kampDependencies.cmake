@@ -63,7 +63,12 @@ endif()
 # libhdf5-openmpi-dev): every rank writes its slices of a checkpoint into the one file
 # (docs/checkpoint.md). Without MPI one process writes, with either library.
 if(KAMP_HAVE_MPI)
+  # Through its compiler wrapper (h5pcc): HDF5's own CMake package files, which FindHDF5 tries
+  # first, are the serial library's where both are installed (Debian's HDF5 2).
   set(HDF5_PREFER_PARALLEL TRUE)
+  if(NOT DEFINED HDF5_DIR AND NOT DEFINED HDF5_ROOT AND NOT DEFINED ENV{HDF5_ROOT})
+    set(HDF5_NO_FIND_PACKAGE_CONFIG_FILE TRUE)
+  endif()
 endif()
 find_package(HDF5 REQUIRED COMPONENTS C)
 if(HDF5_VERSION VERSION_LESS 1.10)
@@ -74,9 +79,9 @@ set(KAMP_HAVE_PARALLEL_HDF5 OFF)
 if(KAMP_HAVE_MPI)
   # Ranks write their shards of a checkpoint into one file; no rank holds the whole state.
   if(NOT HDF5_IS_PARALLEL)
-    set(kamp_serial_hdf5 "the HDF5 found (${HDF5_INCLUDE_DIRS}) is serial, and kamp's ranks write their checkpoint "
-                         "shards with parallel HDF5. Install one (Debian: libhdf5-openmpi-dev; a cluster's hdf5 MPI "
-                         "module) or point HDF5_C_COMPILER_EXECUTABLE at its h5pcc")
+    string(CONCAT kamp_serial_hdf5 "the HDF5 found (${HDF5_INCLUDE_DIRS}) is serial, and kamp's ranks write their "
+           "checkpoint shards with parallel HDF5. Install one (Debian: libhdf5-openmpi-dev; a cluster's hdf5 MPI "
+           "module) or point HDF5_C_COMPILER_EXECUTABLE at its h5pcc")
     if(KAMP_ENABLE_MPI STREQUAL "ON")
       message(FATAL_ERROR "kamp: KAMP_ENABLE_MPI=ON, but ${kamp_serial_hdf5}; or build with -DKAMP_ENABLE_MPI=OFF.")
     endif()

@@ -138,7 +138,11 @@ void record_step(const execution_space& ex, const Kokkos::View<const double*, me
 
 }  // namespace
 
-double trainer::communication_wait_seconds() { return units_ ? units_->take_wait_seconds() : 0.0; }
+double trainer::communication_wait_seconds() {
+  const double waited = blocked_seconds_ + (units_ ? units_->take_wait_seconds() : 0.0);
+  blocked_seconds_ = 0;
+  return waited;
+}
 
 std::int64_t trainer::steps_taken() const {
   std::int64_t taken = 0;
@@ -172,7 +176,9 @@ void trainer::advance() {
   if (gradient_hook_) gradient_hook_(grads);
   if (ranks.distributed() && !units_) {
     ex.fence();  // MPI reads the gradients from the host
+    const auto start = std::chrono::steady_clock::now();
     ranks.reduce_scatter_sum(grads.data(), shard_sizes(), parallel_.gradient_reduction);
+    blocked_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     grads = Kokkos::subview(grads, shard());
   }
   // One pass: inf/NaN check and the norm; the optimizer applies 1/scale and the clip factor.
@@ -193,7 +199,9 @@ void trainer::advance() {
   if (ranks.distributed()) {
     gradient_check result;
     Kokkos::deep_copy(result, check_);
+    const auto start = std::chrono::steady_clock::now();
     if (!result.found_inf) share_weights();
+    if (!units_) blocked_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   ++attempts_;
   ++unread_;

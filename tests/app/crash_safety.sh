@@ -8,6 +8,7 @@ set -euo pipefail
 train=$1 inspect=$2 work=$3/crash_safety trials=$4
 tiny=(--layers 1 --heads 2 --d-model 32 --mlp 64 --context 16 --batch 4 --eval-batches 1 --log-every 1)
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/after_kill.sh"
 rm -rf "$work" && mkdir -p "$work"
 dir=$work/checkpoints
 RANDOM=2026
@@ -27,13 +28,7 @@ for trial in $(seq "$trials"); do
   kill -KILL "$pid"
   wait "$pid" 2>/dev/null || true
   compgen -G "$dir/*.tmp" > /dev/null && mid_write=$((mid_write + 1))
-  for file in "$dir"/step-*.h5; do
-    "$inspect" "$file" > /dev/null || fail "trial $trial: $file does not load after the kill"
-  done
-  latest=$(ls "$dir"/step-*.h5 | sort | tail -1)
-  step=$(basename "$latest" .h5); step=$((10#${step#step-}))
-  [ "$step" -ge "$newest" ] || fail "trial $trial: newest checkpoint went back from step $newest to $step"
-  newest=$step
+  newest=$(newest_after_kill "$inspect" "$dir" "$trial" "$newest")
 done
 echo "$trials kills ($mid_write inside a checkpoint write): every checkpoint loaded, every run resumed; last step $newest"
 [ "$mid_write" -ge 1 ] || fail "no kill landed inside a checkpoint write; the test did not test what it should"

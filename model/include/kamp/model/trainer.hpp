@@ -122,8 +122,9 @@ class trainer {
   /// The raw bits of the low-precision model copy the GEMMs read, on the host (gathered like
   /// exact_weights()).
   std::vector<std::uint32_t> model_copy_bits() const;
-  /// Seconds this rank waited for the sharded levels' collectives since the last call: the
-  /// communication that compute did not hide.
+  /// Seconds this rank waited for the gradients' and weights' collectives since the last call:
+  /// at level optimizer the blocking collectives whole, at the sharded levels the waits for
+  /// non-blocking ones (the communication compute did not hide).
   double communication_wait_seconds();
 
   /// Everything the run needs to continue bit-exactly, copied to the host (a checkpoint's
@@ -175,6 +176,7 @@ class trainer {
   std::vector<step_report> drained_;                     ///< read early, when records_ was full
   std::chrono::steady_clock::time_point unread_since_;  ///< when the first unread step was launched
   std::int64_t attempts_ = 0;
+  double blocked_seconds_ = 0;  ///< in the blocking collectives of level optimizer
 };
 
 /// GPT-2's initialization: weights N(0, 0.02), residual output projections N(0, 0.02/√(2L)),
