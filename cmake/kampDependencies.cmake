@@ -63,11 +63,19 @@ endif()
 # libhdf5-openmpi-dev): every rank writes its slices of a checkpoint into the one file
 # (docs/checkpoint.md). Without MPI one process writes, with either library.
 if(KAMP_HAVE_MPI)
-  # Through its compiler wrapper (h5pcc): HDF5's own CMake package files, which FindHDF5 tries
-  # first, are the serial library's where both are installed (Debian's HDF5 2).
   set(HDF5_PREFER_PARALLEL TRUE)
   if(NOT DEFINED HDF5_DIR AND NOT DEFINED HDF5_ROOT AND NOT DEFINED ENV{HDF5_ROOT})
-    set(HDF5_NO_FIND_PACKAGE_CONFIG_FILE TRUE)
+    # Where each flavour has its own package file (Debian's HDF5 2), FindHDF5 would take the
+    # serial one it finds first: name the parallel one. Elsewhere, the compiler wrapper (h5pcc).
+    find_path(KAMP_PARALLEL_HDF5_DIR hdf5-config.cmake
+              PATH_SUFFIXES lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/hdf5_openmpi
+                            lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/hdf5_mpich lib/cmake/hdf5_openmpi
+                            lib/cmake/hdf5_mpich)
+    if(KAMP_PARALLEL_HDF5_DIR)
+      set(HDF5_DIR "${KAMP_PARALLEL_HDF5_DIR}")
+    else()
+      set(HDF5_NO_FIND_PACKAGE_CONFIG_FILE TRUE)
+    endif()
   endif()
 endif()
 find_package(HDF5 REQUIRED COMPONENTS C)
