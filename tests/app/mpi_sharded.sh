@@ -16,12 +16,21 @@ tiny=(--layers 2 --heads 2 --d-model 32 --mlp 64 --context 16 --eval-batches 2 -
       --sharding parameters)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/after_kill.sh"
-# Kills one rank of the job started in the background as $1 (a subshell running mpiexec, whose
-# children are the ranks) and waits until the job and all its ranks are gone (the launcher may
-# return while the other ranks are still being stopped). Fails if the job exits 0.
+# The kamp-train processes below process $1: the ranks, wherever the launcher's daemons put them.
+ranks_below() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    [ "$(ps -o comm= -p "$child")" = kamp-train ] && echo "$child"
+    ranks_below "$child"
+  done
+  return 0
+}
+# Kills one rank of the job started in the background as $1 and waits until the job and all its
+# ranks are gone (the launcher may return while the other ranks are still being stopped). Fails
+# if the job exits 0.
 kill_a_rank() {
   local launcher=$1 ranks
-  mapfile -t ranks < <(pgrep -P "$(pgrep -P "$launcher" | head -n 1)")
+  mapfile -t ranks < <(ranks_below "$launcher")
   [ "${#ranks[@]}" -gt 0 ] || fail "no rank process under the launcher"
   kill -KILL "${ranks[-1]}"
   if wait "$launcher"; then fail "the job exited 0 after a rank was killed"; fi
