@@ -40,6 +40,8 @@ kill_a_rank() {
 loss_at() { grep "^step $2/" "$1" | sed -E 's/.* loss ([0-9.]+).*/\1/'; }
 close() { awk -v a="$1" -v b="$2" 'BEGIN { d = (a > b ? a - b : b - a) / b; exit !(d < 2e-3) }'; }
 rm -rf "$work" && mkdir -p "$work"
+# Whatever way this script ends, no job of it may keep running (ranks outlive a killed launcher).
+trap 'pkill -KILL -f -- "--checkpoint-dir $work/" || true' EXIT
 
 on 4 "${tiny[@]}" --batch 3 --checkpoint-every 4 --checkpoint-dir "$work/four" > "$work/four.log"
 grep -q "4 MPI ranks x batch 3 = 12 sequences per micro-batch; sharding parameters" "$work/four.log" ||
