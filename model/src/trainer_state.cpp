@@ -132,14 +132,7 @@ void trainer::restore(const training_state& s) {
     throw std::invalid_argument(problem.empty() ? "the saved state does not fit this run on another rank" : problem);
   }
   if (parallel_.ranks.distributed() && s.slice.whole()) {
-    std::vector<state_tensor> mine;
-    for (const auto& t : s.tensors) {
-      const std::size_t width = size_of(t.type);
-      mine.push_back({t.role, t.type,
-                      std::vector<unsigned char>(t.bytes.begin() + shard().first * width,
-                                                 t.bytes.begin() + shard().second * width)});
-    }
-    optimizer_->restore(mine, s.steps_taken);
+    optimizer_->restore(slice_of(s, {shard().first, shard().second}).tensors, s.steps_taken);
   } else {
     optimizer_->restore(s.tensors, s.steps_taken);
   }

@@ -68,6 +68,31 @@ tensor_statistics statistics(const state_tensor& t, std::size_t offset, std::siz
   return s;
 }
 
+training_state slice_of(const training_state& whole, element_range range) {
+  if (!whole.slice.whole() || range.whole() || range.first > range.last)
+    throw std::invalid_argument("kamp::slice_of: a slice is cut from a whole state, by a range first < last");
+  // Field by field: copying `whole` first would hold the whole state twice.
+  training_state s;
+  s.model = whole.model;
+  s.policy = whole.policy;
+  s.options = whole.options;
+  s.steps_taken = whole.steps_taken;
+  s.attempts = whole.attempts;
+  s.scaler = whole.scaler;
+  s.run_config = whole.run_config;
+  s.kamp_version = whole.kamp_version;
+  s.slice = range;
+  for (const auto& t : whole.tensors) {
+    const std::size_t width = size_of(t.type);
+    if (range.last * width > t.bytes.size())
+      throw std::invalid_argument("kamp::slice_of: the range is past the end of tensor " + t.role);
+    s.tensors.push_back({t.role, t.type,
+                         std::vector<unsigned char>(t.bytes.begin() + range.first * width,
+                                                    t.bytes.begin() + range.last * width)});
+  }
+  return s;
+}
+
 void check_state(const training_state& s, const tensor_table& table) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
   const state_tensor* model = nullptr;

@@ -70,18 +70,6 @@ bool same_on_all_ranks(const std::vector<unsigned char>& mine) {
   return world().all(root == mine);
 }
 
-// Elements [first, last) of every tensor of a whole state: what a rank of that shard holds.
-kamp::training_state slice_of(const kamp::training_state& whole, std::pair<std::size_t, std::size_t> shard) {
-  kamp::training_state s = whole;
-  s.slice = {shard.first, shard.second};
-  for (auto& t : s.tensors) {
-    const std::size_t width = kamp::size_of(t.type);
-    t.bytes = std::vector<unsigned char>(whole.tensors.at(&t - s.tensors.data()).bytes.begin() + shard.first * width,
-                                         whole.tensors.at(&t - s.tensors.data()).bytes.begin() + shard.second * width);
-  }
-  return s;
-}
-
 bool same_state(const kamp::training_state& a, const kamp::training_state& b) {
   if (a.steps_taken != b.steps_taken || a.attempts != b.attempts ||
       std::memcmp(&a.scaler, &b.scaler, sizeof a.scaler) != 0 || a.tensors.size() != b.tensors.size())
@@ -96,7 +84,7 @@ bool same_state(const kamp::training_state& a, const kamp::training_state& b) {
 // Every rank holds its shard of `expected` (a whole state); the verdict is shared so that every
 // rank asserts the same.
 bool state_is(const kamp::trainer& t, const kamp::training_state& expected) {
-  return world().all(same_state(t.state(), slice_of(expected, t.shard())));
+  return world().all(same_state(t.state(), kamp::slice_of(expected, {t.shard().first, t.shard().second})));
 }
 
 const char* level_name(kamp::sharding level) { return kamp::name(level); }
@@ -233,7 +221,7 @@ TEST_CASE("a checkpoint written by N ranks in parallel resumes on N ranks and on
     // Read whole by one process (the serial reader checks every checksum and content hash), the
     // file holds each rank's slice where it belongs.
     const kamp::training_state whole = kamp::read_checkpoint(file);
-    REQUIRE(world().all(same_state(slice_of(whole, parallel.shard()), written)));
+    REQUIRE(world().all(same_state(kamp::slice_of(whole, {parallel.shard().first, parallel.shard().second}), written)));
 
     kamp::trainer resumed(tiny_model(), p, options, corpus(), sharded(world(), level));
     resumed.restore(kamp::read_checkpoint(file, world(), {resumed.shard().first, resumed.shard().second}));

@@ -100,9 +100,15 @@ sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks,
   std::vector<bool> read_exactly(p.table.count());
   for (std::size_t t = 0; t < p.table.count(); ++t) read_exactly[t] = exact.contains(p.table[t].name);
   const bool master = source.master.data != nullptr;
+  packed_at_.assign(p.table.count(), 0);
+  exact_at_.assign(p.table.count(), std::size_t(-1));
   for (const auto& unit : p.units) {
     params_.emplace_back(tensor_ranges(p.table, unit, all), shards, ranks.rank());
     exact_.push_back(master ? packing(tensor_ranges(p.table, unit, read_exactly), shards, ranks.rank()) : packing());
+    for (const std::size_t t : unit) {
+      packed_at_[t] = params_.back().position(p.table[t].offset);
+      if (master && read_exactly[t]) exact_at_[t] = exact_.back().position(p.table[t].offset);
+    }
   }
   const int units = int(p.units.size());
   const std::size_t width = size_of(model.policy().low());
@@ -172,18 +178,13 @@ void sharded_units::wait_gather(int unit) {
 
 void sharded_units::bind_unit(int unit) {
   const unit_buffers& b = weight_slots_[weight_slot(unit)];
-  const gpt_parameters& p = model_.parameters();
   const std::size_t width = size_of(source_.copy.type);
-  for (const std::size_t t : p.units[unit]) {
-    const std::size_t offset = p.table[t].offset;
-    const void* copy = b.copy.data() + params_[unit].position(offset) * width;
-    const void* exact = copy;  // without master weights the exact weights are the copy
-    if (source_.master.data != nullptr) {
-      const auto& ranges = exact_[unit].ranges;
-      const bool held = std::any_of(ranges.begin(), ranges.end(),
-                                    [&](const span& r) { return offset >= r.first && offset < r.second; });
-      exact = held ? static_cast<const void*>(b.exact.data() + exact_[unit].position(offset)) : nullptr;
-    }
+  for (const std::size_t t : model_.parameters().units[unit]) {
+    const void* copy = b.copy.data() + packed_at_[t] * width;
+    // Without master weights the exact weights are the copy.
+    const void* exact = source_.master.data == nullptr ? copy
+                        : exact_at_[t] != std::size_t(-1) ? static_cast<const void*>(b.exact.data() + exact_at_[t])
+                                                          : nullptr;
     model_.bind_tensor(t, exact, copy);
   }
 }
@@ -202,9 +203,7 @@ void sharded_units::before_backward(int unit) {
   reduce_done(g);
   unit_buffers& b = gradient_slots_[g];
   Kokkos::deep_copy(model_.space(), b.grads, 0.0f);
-  const gpt_parameters& p = model_.parameters();
-  for (const std::size_t t : p.units[unit])
-    model_.bind_gradient(t, b.grads.data() + params_[unit].position(p.table[t].offset));
+  for (const std::size_t t : model_.parameters().units[unit]) model_.bind_gradient(t, b.grads.data() + packed_at_[t]);
   if (!gather_weights_) return;
   gather(unit);
   wait_gather(unit);

@@ -85,6 +85,9 @@ class sharded_units final : public unit_hooks {
   bool gather_weights_, keep_gathered_;
   weights_source source_;
   std::vector<packing> params_, exact_;  ///< per unit: all its tensors; those read exactly (AMP)
+  /// Per tensor (table index), found once: where it is in its unit's packed weights and
+  /// gradients, and in its packed exact values (npos: not read exactly, or no master).
+  std::vector<std::size_t> packed_at_, exact_at_;
   std::vector<unit_buffers> weight_slots_, gradient_slots_;
   Kokkos::View<float*, gpt<float>::memory_space> shard_grads_;
   double waited_ = 0;

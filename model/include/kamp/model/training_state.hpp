@@ -81,6 +81,10 @@ std::vector<std::pair<std::string, dtype>> state_layout(const precision_policy& 
 /// holding a slice is checked on its elements.
 void check_state(const training_state& s, const tensor_table& table);
 
+/// Elements `range` of every tensor of `whole` (a state holding all elements): what the rank
+/// owning that shard holds.
+training_state slice_of(const training_state& whole, element_range range);
+
 /// "lr 0.0003 -> 0.001" for each training option that differs between `saved` and `now`
 /// (a resumed run continues bit-exactly only when there are none).
 std::vector<std::string> option_differences(const train_options& saved, const train_options& now);
