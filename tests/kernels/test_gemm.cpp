@@ -29,8 +29,10 @@ void record_region(const char* name) {
 // The path a problem of these types (K > 0, contiguous operands) must take here, from the
 // build's vendor libraries and the CPU's features; empty where more than one may be right (AVX-512
 // without bf16, where oneDNN 2.6 may or may not have an optimized bf16 matmul; CUDA devices).
+// `reads_c`: a 16-bit C that a vendor would read back (beta != 0, or a bias it adds in a
+// prologue because alpha != 1), which kamp stages in fp32 so that C is rounded once.
 template <class ExecSpace, class TA, class TB, class TC>
-std::string expected_path() {
+std::string expected_path(bool reads_c = false) {
   if constexpr (!std::is_same_v<ExecSpace, Kokkos::DefaultHostExecutionSpace>) {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) return {};
@@ -47,22 +49,20 @@ std::string expected_path() {
 #else
     constexpr bool blas = false;
 #endif
-#ifdef __AVX512F__
-    constexpr bool widens = false;  // the portable kernel outruns the vendors' fp32 GEMMs there
-#else
-    constexpr bool widens = true;
-#endif
     // A bias never keeps a vendor away: where it adds none (KokkosBlas) or would scale it by
     // alpha (oneDNN), kamp's bias prologue adds it first.
     const char* fp32 = dnnl ? "dnnl" : blas ? "kokkosblas" : "portable";
+    const std::string widened = std::string(fp32) != "portable" ? "widened" : "portable";
     if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float> && std::is_same_v<TC, float>) {
       return fp32;
     } else {
+      constexpr bool c16 = !std::is_same_v<TC, float>;
       constexpr bool dnnl_bf16_types = dnnl && std::is_same_v<TA, kamp::bf16> && std::is_same_v<TB, kamp::bf16> &&
                                        (std::is_same_v<TC, float> || std::is_same_v<TC, kamp::bf16>);
+      if (c16 && reads_c) return widened;
       if (dnnl_bf16_types && !kamp::test::onednn_below_avx512())
         return kamp::test::onednn_may_use_avx512_bf16() ? "dnnl" : "";
-      return widens && std::string(fp32) != "portable" ? "widened" : "portable";
+      return widened;
     }
   }
 }
@@ -112,7 +112,8 @@ void check_gemm(int m, int n, int k, kamp::op op_a, kamp::op op_b, float alpha, 
                                  : kamp::gemm_path_for<ExecSpace>(op_a, op_b, alpha, A, B, beta, C, bias);
     INFO(m << "x" << n << "x" << k << " ran " << gemm_region_path << ", gemm_path_for says " << path);
     CHECK(gemm_region_path == path);
-    const std::string expected = expected_path<ExecSpace, TA, TB, TC>();
+    const std::string expected =
+        expected_path<ExecSpace, TA, TB, TC>(beta != 0.0f || (with_bias && alpha != 1.0f));
     // Where oneDNN has native bf16, it alone decides which small or odd shapes get only its
     // reference kernel (and go portable); the 256^3 case below asserts it takes the rest.
     const bool onednn_bf16 = expected == "dnnl" && !std::is_same_v<TA, float>;
@@ -265,6 +266,32 @@ TEMPLATE_TEST_CASE("gemm with vendor libraries where present agrees with the fp6
   check_all_shapes<TestType, kamp::fp16, kamp::fp16, kamp::fp16>(automatic);
   check_gemm<TestType, kamp::bf16, float, kamp::fp16>(33, 65, 127, kamp::op::none, kamp::op::transpose, 1.0f, 0.0f,
                                                       true, automatic);
+}
+
+namespace {
+
+// A 16-bit C is rounded once whatever the vendor does with beta and a bias: every beta kind,
+// every transpose, with and without a bias and alpha != 1, on the path this machine takes.
+template <class ExecSpace, class TA, class TB, class TC>
+void check_c_rounded_once() {
+  for (const auto oa : {kamp::op::none, kamp::op::transpose})
+    for (const auto ob : {kamp::op::none, kamp::op::transpose})
+      for (const float beta : {0.0f, 1.0f, -0.5f})
+        for (const bool bias : {false, true})
+          for (const float alpha : {1.0f, -1.5f}) {
+            check_gemm<ExecSpace, TA, TB, TC>(17, 19, 23, oa, ob, alpha, beta, bias, kamp::gemm_algorithm::automatic);
+            check_gemm<ExecSpace, TA, TB, TC>(64, 96, 256, oa, ob, alpha, beta, bias, kamp::gemm_algorithm::automatic);
+          }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("gemm rounds a 16-bit C once for every beta, bias and transpose", "[kernels][gemm]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  check_c_rounded_once<TestType, kamp::bf16, kamp::bf16, kamp::bf16>();
+  check_c_rounded_once<TestType, kamp::fp16, kamp::fp16, kamp::fp16>();
+  check_c_rounded_once<TestType, kamp::bf16, kamp::bf16, kamp::fp16>();
+  check_c_rounded_once<TestType, kamp::fp16, kamp::fp16, kamp::bf16>();
 }
 
 namespace {

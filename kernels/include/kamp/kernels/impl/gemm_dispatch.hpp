@@ -16,6 +16,7 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace kamp {
 
@@ -113,9 +114,13 @@ struct gemm_route {
     }
     return false;
   }
+  /// Only into an fp32 C: a 16-bit C holding beta·C + bias, read back by the vendor, would be
+  /// rounded twice (on AMX hosts this cost several bf16 ulps); the widened path stages such a
+  /// C in fp32 instead.
   template <class Tpl>
   static bool bias_prologue_serves(const problem& p) {
-    return p.bias != nullptr && p.batch == 1 && Tpl::accepts(without_bias(p));
+    return std::is_same_v<TC, typename problem::accum> && p.bias != nullptr && p.batch == 1 &&
+           Tpl::accepts(without_bias(p));
   }
   template <class... Paths>
   gemm_route(const problem& p, gemm_algorithm algorithm, gemm_path_list<Paths...>) {

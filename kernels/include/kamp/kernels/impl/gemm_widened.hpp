@@ -1,11 +1,17 @@
 #ifndef KAMP_KERNELS_IMPL_GEMM_WIDENED_HPP
 #define KAMP_KERNELS_IMPL_GEMM_WIDENED_HPP
 
-// 16-bit GEMMs on a host whose vendor libraries have no 16-bit kernel for this CPU (oneDNN 2.6
-// below AVX-512, fp16 anywhere): the operands are widened to fp32 and the problem runs on the
-// fastest fp32 vendor path. Without bf16 dot products a bf16 GEMM is widen-then-FMA anyway, so
-// this is the portable kernel's arithmetic (fp32 products and sums, one rounding of a 16-bit C)
-// with the vendor's summation order.
+// 16-bit GEMMs on a host through an fp32 vendor problem, in one of two forms, the first that a
+// vendor serves:
+//  - C staged in fp32: the 16-bit operands go to the vendor as they are (oneDNN's bf16 dot
+//    products), C is an fp32 workspace (beta·C widened into it first where beta != 0), rounded
+//    once into the 16-bit C afterwards. A 16-bit C that the vendor would read back (beta != 0,
+//    or a bias added first by kamp's prologue) takes this form, so it is rounded exactly once.
+//  - everything widened: the operands are copied to fp32 for the fastest fp32 vendor path
+//    (oneDNN's jit sgemm), where no vendor has the 16-bit types (bf16 below AVX-512 in oneDNN
+//    2.6, fp16 in every oneDNN 2). That is the portable kernel's arithmetic (fp32 products and
+//    sums, one rounding of a 16-bit C) with the vendor's summation order.
+// Which form runs, or none, is what the vendors say of the problem on this machine.
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/impl/gemm_dispatch.hpp>
 #include <kamp/kernels/impl/gemm_portable.hpp>
@@ -21,15 +27,6 @@
 #include <type_traits>
 
 namespace kamp::detail {
-
-/// The portable kernel's 4x16 fp32 register block fits the 32 vector registers of AVX-512, where
-/// it outruns OpenBLAS' sgemm (1.13-1.60x measured); with AVX2's 16 it reaches half to three
-/// quarters of it, so there 16-bit problems are widened for a vendor's fp32 GEMM instead.
-#ifdef __AVX512F__
-inline constexpr bool widen_for_host_vendors = false;
-#else
-inline constexpr bool widen_for_host_vendors = true;
-#endif
 
 /// fp32 buffers the widened operands go to, kept between calls (one GEMM after another reuses
 /// them), grown to the largest problem seen and freed by Kokkos::finalize.
@@ -79,46 +76,54 @@ template <class TA, class TB, class TC>
 struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
   using ExecutionSpace = Kokkos::DefaultHostExecutionSpace;
   using problem = gemm_problem<TA, TB, TC>;
-  using fp32_problem = gemm_problem<float, float, float>;
-  using fp32_route = gemm_route<ExecutionSpace, float, float, float>;
-  static constexpr bool available =
-      widen_for_host_vendors && std::is_same_v<typename problem::accum, float> &&
-      !(std::is_same_v<TA, float> && std::is_same_v<TB, float> && std::is_same_v<TC, float>);
+  static constexpr bool c_is_fp32 = std::is_same_v<TC, float>;
+  static constexpr bool available = std::is_same_v<typename problem::accum, float> &&
+                                    !(std::is_same_v<TA, float> && std::is_same_v<TB, float> && c_is_fp32);
   static constexpr const char* name = "widened";
 
-  /// Where a vendor runs the fp32 problem; where only the portable kernel would, it may as well
-  /// read the 16-bit operands itself.
-  static bool accepts(const problem& p) {
-    return p.k > 0 && std::string_view(route(widened(p, nullptr, nullptr, nullptr)).path) != "portable";
-  }
+  static bool accepts(const problem& p) { return p.k > 0 && form(p) != staging::none; }
 
   static std::string explain(const problem& p) {
     if (p.k == 0) return "nothing to widen for K = 0";
-    const fp32_problem w = widened(p, nullptr, nullptr, nullptr);
-    const fp32_route r = route(w);
-    if (std::string_view(r.path) == "portable") return "no fp32 vendor path takes the widened problem";
-    return std::string("operands widened to fp32") + (std::is_same_v<TC, float> ? "" : ", C rounded once") +
-           " for " + gemm_explanation<ExecutionSpace>(w, r.path, gemm_vendor_order());
+    switch (form(p)) {
+      case staging::c_only: {
+        const auto s = staged<TA, TB>(p, nullptr, nullptr, nullptr);
+        return "C summed in fp32 and rounded once, operands as they are, for " +
+               gemm_explanation<ExecutionSpace>(s, route(s).path, gemm_vendor_order());
+      }
+      case staging::all: {
+        const auto s = staged<float, float>(p, nullptr, nullptr, nullptr);
+        return std::string("operands widened to fp32") + (c_is_fp32 ? "" : ", C rounded once") + " for " +
+               gemm_explanation<ExecutionSpace>(s, route(s).path, gemm_vendor_order());
+      }
+      default: return "no fp32 vendor path takes the widened problem";
+    }
   }
 
   static void run(const ExecutionSpace& space, const problem& p) {
     widening_workspace& w = widening_workspace::instance();
     const std::lock_guard<std::mutex> lock(w.mutex());
-    const int a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
-    const int b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
-    const auto elements = [&](int rows, int cols) { return std::size_t(p.batch) * rows * cols; };
-    float* a = std::is_same_v<TA, float> ? nullptr : w.get(0, elements(a_rows, a_cols));
-    float* b = std::is_same_v<TB, float> ? nullptr : w.get(1, elements(b_rows, b_cols));
-    float* c = std::is_same_v<TC, float> ? nullptr : w.get(2, elements(p.m, p.n));
-    if constexpr (!std::is_same_v<TA, float>) widen_matrices(space, a, p.a, p.batch, a_rows, a_cols, p.lda, p.stride_a);
-    if constexpr (!std::is_same_v<TB, float>) widen_matrices(space, b, p.b, p.batch, b_rows, b_cols, p.ldb, p.stride_b);
-    if constexpr (!std::is_same_v<TC, float>) {
+    float* c = c_is_fp32 ? nullptr : w.get(2, std::size_t(p.batch) * p.m * p.n);
+    if constexpr (!c_is_fp32) {
       if (p.beta != 0.0f) widen_matrices(space, c, p.c, p.batch, p.m, p.n, p.ldc, p.stride_c);
     }
-    space.fence();  // the vendor may run on its own threads
-    const fp32_problem wp = widened(p, a, b, c);
-    route(wp).run(space, wp);
-    if constexpr (!std::is_same_v<TC, float>) {
+    if (form(p) == staging::c_only) {
+      space.fence();  // the vendor may run on its own threads
+      const auto s = staged<TA, TB>(p, nullptr, nullptr, c);
+      route(s).run(space, s);
+    } else {
+      const int a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+      const int b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+      const auto elements = [&](int rows, int cols) { return std::size_t(p.batch) * rows * cols; };
+      float* a = std::is_same_v<TA, float> ? nullptr : w.get(0, elements(a_rows, a_cols));
+      float* b = std::is_same_v<TB, float> ? nullptr : w.get(1, elements(b_rows, b_cols));
+      if constexpr (!std::is_same_v<TA, float>) widen_matrices(space, a, p.a, p.batch, a_rows, a_cols, p.lda, p.stride_a);
+      if constexpr (!std::is_same_v<TB, float>) widen_matrices(space, b, p.b, p.batch, b_rows, b_cols, p.ldb, p.stride_b);
+      space.fence();
+      const auto s = staged<float, float>(p, a, b, c);
+      route(s).run(space, s);
+    }
+    if constexpr (!c_is_fp32) {
       TC* out = p.c;
       const int m = p.m, n = p.n;
       const std::int64_t ldc = p.ldc, stride_c = p.stride_c;
@@ -134,31 +139,48 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
   }
 
  private:
-  static fp32_route route(const fp32_problem& w) { return fp32_route(w, gemm_algorithm::automatic, gemm_vendor_order()); }
+  enum class staging { none, c_only, all };
 
-  /// The fp32 problem on the widened buffers (a, b, c; each null where the operand is fp32
-  /// already and is read in place).
-  static fp32_problem widened(const problem& p, const float* a, const float* b, float* c) {
+  template <class SA, class SB>
+  static gemm_route<ExecutionSpace, SA, SB, float> route(const gemm_problem<SA, SB, float>& s) {
+    return {s, gemm_algorithm::automatic, gemm_vendor_order()};
+  }
+  /// The first form a vendor serves: C alone staged needs a vendor with the operand types
+  /// themselves (not this path again), widening everything any fp32 vendor.
+  static staging form(const problem& p) {
+    if constexpr (!c_is_fp32) {
+      const std::string_view path = route(staged<TA, TB>(p, nullptr, nullptr, nullptr)).path;
+      if (path != "portable" && path != name) return staging::c_only;
+    }
+    return std::string_view(route(staged<float, float>(p, nullptr, nullptr, nullptr)).path) != "portable"
+               ? staging::all
+               : staging::none;
+  }
+
+  /// The problem with fp32 C and operand types SA, SB (each TA/TB, read in place, or float, read
+  /// from the widened buffer a/b); C is the staging buffer c where C is 16-bit.
+  template <class SA, class SB>
+  static gemm_problem<SA, SB, float> staged(const problem& p, const float* a, const float* b, float* c) {
     const std::int64_t a_cols = p.trans_a ? p.m : p.k, b_cols = p.trans_b ? p.k : p.n;
-    fp32_problem w{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.alpha, p.beta, nullptr, 0, 0, nullptr, 0, 0,
-                   nullptr, 0, 0, p.bias};
-    if constexpr (std::is_same_v<TA, float>) {
-      w.a = p.a, w.lda = p.lda, w.stride_a = p.stride_a;
+    gemm_problem<SA, SB, float> s{p.m,     p.n, p.k, p.batch, p.trans_a, p.trans_b, p.alpha, p.beta, nullptr, 0, 0,
+                                  nullptr, 0,   0,   nullptr, 0,         0,         p.bias};
+    if constexpr (std::is_same_v<SA, TA>) {
+      s.a = p.a, s.lda = p.lda, s.stride_a = p.stride_a;
     } else {
-      w.a = a, w.lda = a_cols, w.stride_a = a_cols * (p.trans_a ? p.k : p.m);
+      s.a = a, s.lda = a_cols, s.stride_a = a_cols * (p.trans_a ? p.k : p.m);
     }
-    if constexpr (std::is_same_v<TB, float>) {
-      w.b = p.b, w.ldb = p.ldb, w.stride_b = p.stride_b;
+    if constexpr (std::is_same_v<SB, TB>) {
+      s.b = p.b, s.ldb = p.ldb, s.stride_b = p.stride_b;
     } else {
-      w.b = b, w.ldb = b_cols, w.stride_b = b_cols * (p.trans_b ? p.n : p.k);
+      s.b = b, s.ldb = b_cols, s.stride_b = b_cols * (p.trans_b ? p.n : p.k);
     }
-    if constexpr (std::is_same_v<TC, float>) {
-      w.c = p.c, w.ldc = p.ldc, w.stride_c = p.stride_c;
+    if constexpr (c_is_fp32) {
+      s.c = p.c, s.ldc = p.ldc, s.stride_c = p.stride_c;
     } else {
-      w.c = c, w.ldc = p.n, w.stride_c = std::int64_t(p.m) * p.n;
+      s.c = c, s.ldc = p.n, s.stride_c = std::int64_t(p.m) * p.n;
     }
-    if (p.batch == 1) w.stride_a = w.stride_b = w.stride_c = 0;
-    return w;
+    if (p.batch == 1) s.stride_a = s.stride_b = s.stride_c = 0;
+    return s;
   }
 };
 

@@ -214,12 +214,17 @@ struct gemm_tpl_dnnl {
   static constexpr const char* name = "dnnl";
   /// oneDNN's sum post-op reads C, so beta != 0 with NaN in C behaves as BLAS does. oneDNN
   /// scales (AB + bias) by alpha where kamp computes alpha·AB + bias: with a bias, alpha must be 1.
+  /// A 16-bit C is written here only where oneDNN need not read it (beta = 0): whether its sum
+  /// post-op adds a bf16 C to the fp32 accumulator before the one rounding is not documented for
+  /// every ISA's kernel, so the widened path sums such a C in fp32 and rounds it once itself.
   static bool accepts(const problem& p) {
-    return p.k > 0 && (p.bias == nullptr || p.alpha == 1.0f) && dnnl_context::instance().serves(p);
+    return p.k > 0 && (p.bias == nullptr || p.alpha == 1.0f) && (std::is_same_v<TC, float> || p.beta == 0.0f) &&
+           dnnl_context::instance().serves(p);
   }
   static std::string explain(const problem& p) {
     if (p.k == 0) return "oneDNN is not called for K = 0";
     if (p.bias != nullptr && p.alpha != 1.0f) return "oneDNN 2 scales the bias by alpha (kept off oneDNN 3 too)";
+    if (!std::is_same_v<TC, float> && p.beta != 0.0f) return "a 16-bit C with beta != 0 is summed in fp32 first";
     return dnnl_context::instance().explain(p);
   }
   static void run(const Kokkos::DefaultHostExecutionSpace& space, const problem& p) {
