@@ -58,5 +58,5 @@ echo "== tests done after $(( $(date +%s) - t0 )) s"
 # triad and kamp's GEMM paths against cuBLAS' fp32 GEMM, all measured in this run.
 "$build/apps/kamp-bench" --json "${OUT:-$carry}/kamp-bench-cuda.json" | tee "$build/bench.log"
 echo "== per training step on the GPU:"
-grep -E "one step|train step" "$build/bench.log" || true
+grep -E "one step|train step|roofline" "$build/bench.log" || true
 echo "== gpu-check done after $(( $(date +%s) - t0 )) s"

@@ -8,7 +8,8 @@ namespace kamp::bench {
 /// Tokens/s of whole training steps (forward, backward, check, optimizer) of the reference GPT
 /// in every precision mode, median over `steps` steps after three warm-up steps. The PyTorch
 /// reference runs beside it in tools/bench-train.sh (a separate process: Debian's torch).
-/// `profile`: then `steps` more steps each, reporting where their time goes (step_profile).
+/// Each mode's roofline (roofline.hpp) beside the measured step, and per label its time (from
+/// `steps` more profiled steps) against its bound; `profile` prints that table.
 void training_steps(report& out, int steps, bool profile);
 
 }  // namespace kamp::bench

@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_CAST_HPP
 #define KAMP_KERNELS_CAST_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/rounding_options.hpp>
 #include <kamp/numeric/convert.hpp>
@@ -71,6 +72,7 @@ struct not_counted {};
 template <rounding Mode, class ExecutionSpace, class Out, class In, class Count>
 void cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options,
                  Count& overflowed) {
+  report_traffic("kamp::cast", elements_bytes<Out, In>(n));
   const cast_items<Mode, ExecutionSpace, Out, In> items{out, in, n, options.seed, options.stream_offset};
   const auto policy = work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n));
   if constexpr (std::is_same_v<Count, not_counted>) {

@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_UNSCALE_AND_CHECK_HPP
 #define KAMP_KERNELS_UNSCALE_AND_CHECK_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
@@ -55,13 +56,17 @@ struct unscale_and_check_functor {
     Grad* KAMP_RESTRICT g = grads;
     double sum = 0.0;  // squares of fp32 values are exact in fp64; the sum loses ~n*2^-53 at most
     int bad = 0;
+    // A non-finite x gives a non-finite y (inf or NaN times any float is inf or NaN), so y alone
+    // is checked; in place, the stored value is, since a finite y can round to a 16-bit inf.
     KAMP_SIMD(reduction(+ : sum) reduction(| : bad))
     for (std::size_t i = begin; i < end; ++i) {
-      const float x = load_float(g + i);
-      const float y = x * inv_scale;
-      bad |= (is_finite(x) && is_finite(y)) ? 0 : 1;
+      const float y = load_float(g + i) * inv_scale;
       if constexpr (Norm) sum += double(y) * double(y);
-      if constexpr (InPlace) store_nearest(g + i, y);
+      if constexpr (InPlace) {
+        bad |= store_nearest(g + i, y) ? 0 : 1;
+      } else {
+        bad |= is_finite(y) ? 0 : 1;
+      }
     }
     v.found_inf = v.found_inf | bad;
     v.norm_squared += sum;
@@ -72,6 +77,7 @@ template <bool InPlace, bool Norm, class ExecutionSpace, class Grad>
 void unscale_and_check_launch(const ExecutionSpace& space, Grad* grads, std::size_t n,
                               const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler,
                               const Kokkos::View<gradient_check, typename ExecutionSpace::memory_space>& result) {
+  report_traffic("kamp::unscale_and_check", elements_bytes<Grad>(n) * (InPlace ? 2 : 1));
   unscale_and_check_functor<InPlace, Norm, Grad, ExecutionSpace> f{grads, scaler, n};
   Kokkos::parallel_reduce("kamp::unscale_and_check",
                           work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)), f, result);

@@ -11,6 +11,7 @@
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
 #include <kamp/numeric/dtype.hpp>
 #include <kamp/numeric/element_access.hpp>
+#include <kamp/tools/traffic.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -131,6 +132,9 @@ struct gemm_route {
 template <class ExecutionSpace, class TA, class TB, class TC>
 void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm) {
   const gemm_route<ExecutionSpace, TA, TB, TC> route(p, algorithm, gemm_vendor_order());
+  if (traffic_listener* listener = traffic_slot())
+    listener->gemm({p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias != nullptr, dtype_of<TA>(),
+                    dtype_of<TB>(), dtype_of<TC>(), route.path});
   Kokkos::Profiling::pushRegion(*route.region);
   route.run(space, p);
   Kokkos::Profiling::popRegion();

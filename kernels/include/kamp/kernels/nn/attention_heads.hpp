@@ -4,6 +4,7 @@
 // Attention's GEMMs run once per layer over all (batch, head) pairs when each head's rows are
 // contiguous: these kernels move activations between the Linear layers' row layout (B·T, k·C)
 // and the heads layout (k, B, H, T, C/H), as llm.c's permute/unpermute kernels do.
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 
@@ -16,6 +17,7 @@ template <bool ToHeads, class ExecutionSpace, class T>
 void move_heads_kernel(const ExecutionSpace& space, const T* from, T* to, std::int64_t parts, std::int64_t batch,
                        std::int64_t t, std::int64_t h, std::int64_t d) {
   const std::int64_t c = h * d, n = batch * t;
+  report_traffic(ToHeads ? "kamp::split_heads" : "kamp::merge_heads", elements_bytes<T, T>(parts * n * c));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   // One row of work per (part, row, head): a contiguous run of d elements on both sides.
   for_each_row(
@@ -27,7 +29,7 @@ void move_heads_kernel(const ExecutionSpace& space, const T* from, T* to, std::i
         const std::int64_t x = (((part * batch + b) * h + head) * t + pos) * d;
         const T* KAMP_RESTRICT src = from + (ToHeads ? r : x);
         T* KAMP_RESTRICT dst = to + (ToHeads ? x : r);
-        row_for(m, d, [&](std::int64_t i) { dst[i] = src[i]; });
+        row_for(m, d, [&](std::int64_t i) { copy_element(dst + i, src + i); });
       });
 }
 

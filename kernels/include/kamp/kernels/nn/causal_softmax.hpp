@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_CAUSAL_SOFTMAX_HPP
 #define KAMP_KERNELS_NN_CAUSAL_SOFTMAX_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 
@@ -10,6 +11,7 @@ namespace detail {
 
 template <class ExecutionSpace, class S, class P>
 void causal_softmax_forward_kernel(const ExecutionSpace& space, S* ss, P* ps, std::int64_t rows, std::int64_t t) {
+  report_traffic("kamp::causal_softmax_forward", elements_bytes<S, P>(rows * t));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::causal_softmax_forward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
@@ -33,6 +35,7 @@ void causal_softmax_forward_kernel(const ExecutionSpace& space, S* ss, P* ps, st
 template <class ExecutionSpace, class S, class D>
 void causal_softmax_backward_kernel(const ExecutionSpace& space, const S* ps, const S* dps, D* ds, std::int64_t rows,
                                     std::int64_t t) {
+  report_traffic("kamp::causal_softmax_backward", elements_bytes<S, S, D>(rows * t));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::causal_softmax_backward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {

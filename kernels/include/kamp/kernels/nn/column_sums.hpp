@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_COLUMN_SUMS_HPP
 #define KAMP_KERNELS_NN_COLUMN_SUMS_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 
 namespace kamp {
@@ -12,6 +13,7 @@ namespace detail {
 template <class ExecutionSpace, class X, class S>
 void column_sums_kernel(const ExecutionSpace& space, const X* src, std::int64_t rows, std::int64_t cols,
                         std::int64_t stride, S* dst) {
+  report_traffic("kamp::column_sums", elements_bytes<X>(rows * cols) + elements_bytes<S, S>(cols));
   using acc = common_accum_t<X, S>;
   constexpr int block = column_block<ExecutionSpace>::value;
   Kokkos::parallel_for(

@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_CROSS_ENTROPY_HPP
 #define KAMP_KERNELS_NN_CROSS_ENTROPY_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
@@ -14,6 +15,8 @@ void cross_entropy_kernel(const ExecutionSpace& space, const L* ls, std::int64_t
                           std::int64_t n, std::int64_t v, L factor,
                           const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler) {
   const bool backward = ds != nullptr;
+  report_traffic("kamp::cross_entropy", elements_bytes<L>(n * v) + elements_bytes<int, L>(n) +
+                                            (backward ? elements_bytes<D>(n * v) : 0.0));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::cross_entropy", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {

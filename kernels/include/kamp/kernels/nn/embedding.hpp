@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_EMBEDDING_HPP
 #define KAMP_KERNELS_NN_EMBEDDING_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 
@@ -14,6 +15,7 @@ namespace detail {
 template <class ExecutionSpace, class P, class O>
 void embedding_forward_kernel(const ExecutionSpace& space, const int* tok, const P* te, const P* pe, O* o,
                               std::int64_t rows, std::int64_t t, std::int64_t c, std::int64_t first) {
+  report_traffic("kamp::embedding_forward", elements_bytes<P, P, O>(rows * c) + elements_bytes<int>(rows));
   using acc = common_accum_t<P, O>;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
@@ -28,6 +30,9 @@ void embedding_forward_kernel(const ExecutionSpace& space, const int* tok, const
 template <class ExecutionSpace, class D, class G>
 void embedding_backward_kernel(const ExecutionSpace& space, const int* offsets, const int* rows, const D* d, G* te,
                                G* pe, std::int64_t vocab, std::int64_t n, std::int64_t t, std::int64_t c) {
+  report_traffic("kamp::embedding_backward::tokens",
+                 elements_bytes<D>(n * c) + elements_bytes<G, G>(vocab * c) + elements_bytes<int, int>(n));
+  report_traffic("kamp::embedding_backward::positions", elements_bytes<D>(n * c) + elements_bytes<G, G>(t * c));
   using acc = common_accum_t<D, G>;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   // One row of the embedding per row of work: its gradient rows are added in ascending order.

@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_GELU_HPP
 #define KAMP_KERNELS_NN_GELU_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 
 namespace kamp {
@@ -16,6 +17,7 @@ struct gelu_constants {
 
 template <class ExecutionSpace, class X, class Y>
 void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::size_t n) {
+  report_traffic("kamp::gelu_forward", elements_bytes<X, Y>(n));
   using acc = common_accum_t<X, Y>;
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   Kokkos::parallel_for(
@@ -35,6 +37,7 @@ void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::s
 
 template <class ExecutionSpace, class DY, class X, class DX>
 void gelu_backward_kernel(const ExecutionSpace& space, const DY* dys, const X* xs, DX* dxs, std::size_t n) {
+  report_traffic("kamp::gelu_backward", elements_bytes<DY, X, DX>(n));
   using acc = common_accum_t<X, DX>;
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   Kokkos::parallel_for(

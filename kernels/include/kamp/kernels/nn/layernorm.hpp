@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_LAYERNORM_HPP
 #define KAMP_KERNELS_NN_LAYERNORM_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 
@@ -11,6 +12,8 @@ namespace detail {
 template <class ExecutionSpace, class X, class P, class Y, class S>
 void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const P* g, const P* b,
                               Y* ys, std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
+  report_traffic("kamp::layernorm_forward",
+                 elements_bytes<X, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n));
   using acc = S;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
@@ -38,6 +41,11 @@ template <class ExecutionSpace, class DY, class X, class P, class DX, class S, c
 void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::int64_t ldd, const X* xs,
                                std::int64_t ld, const P* g, const S* ms, const S* rs, DX* dxs, std::int64_t ldx,
                                G* dg, G* db, std::int64_t n, std::int64_t c) {
+  // dx is accumulated into (read and written); the parameter pass reads dy and x again.
+  report_traffic("kamp::layernorm_backward",
+                 elements_bytes<DY, X, DX, DX>(n * c) + elements_bytes<P>(c) + elements_bytes<S, S>(n));
+  report_traffic("kamp::layernorm_backward::params",
+                 elements_bytes<DY, X>(n * c) + elements_bytes<S, S>(n) + elements_bytes<G, G, G, G>(c));
   using acc = S;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(

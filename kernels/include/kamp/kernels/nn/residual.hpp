@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_RESIDUAL_HPP
 #define KAMP_KERNELS_NN_RESIDUAL_HPP
 
+#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 
@@ -11,6 +12,7 @@ namespace detail {
 template <class ExecutionSpace, class X, class B, class O>
 void residual_kernel(const ExecutionSpace& space, const X* x, const B* bias, O* out, std::int64_t rows,
                      std::int64_t c) {
+  report_traffic("kamp::residual_with_bias", elements_bytes<X, O>(rows * c) + elements_bytes<B>(c));
   using acc = common_accum_t<X, B, O>;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(

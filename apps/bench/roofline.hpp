@@ -1,0 +1,41 @@
+#ifndef KAMP_APPS_BENCH_ROOFLINE_HPP
+#define KAMP_APPS_BENCH_ROOFLINE_HPP
+
+#include <kamp/tools/traffic.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kamp::bench {
+
+/// What the kernels of some work (one training step) reported: bytes by Kokkos label, and
+/// every GEMM problem with its path.
+class step_traffic : public traffic_listener {
+ public:
+  void kernel(const char* label, double bytes) override { bytes_[label] += bytes; }
+  void gemm(const gemm_record& record) override { gemms_.push_back(record); }
+  const std::map<std::string, double>& bytes() const { return bytes_; }
+  const std::vector<gemm_record>& gemms() const { return gemms_; }
+
+ private:
+  std::map<std::string, double> bytes_;
+  std::vector<gemm_record> gemms_;
+};
+
+/// The time the work cannot beat on this machine: each GEMM at the rate its vendor library
+/// reaches for that shape and types when called alone (timed here, median of `repeat`; for a
+/// widened GEMM the fp32-C vendor problem it hands over, without the widening passes; the
+/// portable kernel's own rate where no vendor serves it), plus each kernel's bytes at the
+/// STREAM triad's rate. Per label: GEMM regions `kamp::gemm[...]` and kernel labels.
+struct roofline {
+  double gemm_ms = 0, kernel_ms = 0;
+  std::map<std::string, double> bound_ms;  ///< per label
+  std::vector<std::string> unmeasured;     ///< GEMM type combinations without a timing here
+  double total_ms() const { return gemm_ms + kernel_ms; }
+};
+roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, int repeat);
+
+}  // namespace kamp::bench
+
+#endif

@@ -1,0 +1,69 @@
+#ifndef KAMP_TOOLS_TRAFFIC_HPP
+#define KAMP_TOOLS_TRAFFIC_HPP
+
+// What the work asks of the memory and the math units, as the launchers know it: each kernel
+// reports the bytes it must move at least (every element it reads and writes, once), by its
+// Kokkos label; each GEMM its problem and path. A roofline (kamp-bench --suite train) turns
+// them into the time a step cannot beat. The facts live beside the kernels that move the bytes,
+// so a changed kernel changes its bound. Costs one null check per launch while nobody listens.
+#include <kamp/numeric/dtype.hpp>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+namespace kamp {
+
+/// One GEMM as a roofline needs it.
+struct gemm_record {
+  int m, n, k, batch;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  bool bias;
+  dtype a, b, c;
+  std::string path;  ///< "dnnl", "widened", "portable", ...
+};
+
+/// Receives the reports while installed (`traffic_scope`).
+class traffic_listener {
+ public:
+  virtual ~traffic_listener() = default;
+  virtual void kernel(const char* label, double bytes) = 0;
+  virtual void gemm(const gemm_record& record) = 0;
+};
+
+namespace detail {
+
+inline traffic_listener*& traffic_slot() {
+  static traffic_listener* listener = nullptr;
+  return listener;
+}
+
+/// `bytes`: what the launch reads plus what it writes, each element once.
+inline void report_traffic(const char* label, double bytes) {
+  if (traffic_listener* l = traffic_slot()) l->kernel(label, bytes);
+}
+
+/// Bytes of `n` elements of each of the types Ts, summed: the traffic of an element-wise pass.
+template <class... Ts>
+constexpr double elements_bytes(double n) {
+  return n * double((sizeof(Ts) + ... + 0));
+}
+
+}  // namespace detail
+
+/// Installs `listener` for the scope's life (one at a time; not thread-safe, as Kokkos Tools).
+class traffic_scope {
+ public:
+  explicit traffic_scope(traffic_listener& listener) : previous_(std::exchange(detail::traffic_slot(), &listener)) {}
+  ~traffic_scope() { detail::traffic_slot() = previous_; }
+  traffic_scope(const traffic_scope&) = delete;
+  traffic_scope& operator=(const traffic_scope&) = delete;
+
+ private:
+  traffic_listener* previous_;
+};
+
+}  // namespace kamp
+
+#endif
