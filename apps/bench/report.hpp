@@ -27,6 +27,16 @@ double fenced_seconds(const Body& body) {
   return timer.seconds();
 }
 
+/// Median seconds of `repeat` fenced runs of `body` alone, after one warm-up run.
+template <class Body>
+double median_seconds(int repeat, const Body& body) {
+  fenced_seconds(body);
+  std::vector<double> t;
+  for (int r = 0; r < repeat; ++r) t.push_back(fenced_seconds(body));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 template <class Body, class Reference>
 paired_timing time_against(int repeat, const Body& body, const Reference& reference) {
   fenced_seconds(reference);

@@ -7,7 +7,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <algorithm>
 #include <functional>
 #include <string_view>
 #include <tuple>
@@ -56,15 +55,13 @@ gemm_timing time_gemm(const gemm_record& r, int repeat) {
     const Kokkos::View<TC***, Kokkos::LayoutRight, memory, unmanaged> c3(c.data(), r.batch, r.m, r.n);
     run = [=] { gemm_strided_batched(space(), oa, ob, r.alpha, a3, b3, r.beta, c3); };
   }
-  step_traffic warm_up;
+  // The path is the one the call reports (a batched call has no gemm_path_for).
+  step_traffic first;
   {
-    const traffic_scope listening(warm_up);
+    const traffic_scope listening(first);
     fenced_seconds(run);
   }
-  std::vector<double> t;
-  for (int i = 0; i < repeat; ++i) t.push_back(fenced_seconds(run));
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], warm_up.gemms().at(0).path};
+  return {median_seconds(repeat, run), first.gemms().at(0).path};
 }
 
 /// Calls f(A{}, B{}, C{}) for the element types of a record whose A and B share a type (every

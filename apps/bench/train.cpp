@@ -103,11 +103,7 @@ void training_steps(report& out, int steps, bool profile) {
   double triad_gb_per_s = 0;
   {
     const stream_triad triad(std::size_t(1) << 25);
-    std::vector<double> seconds;
-    fenced_seconds(triad);
-    for (int i = 0; i < 10; ++i) seconds.push_back(fenced_seconds(triad));
-    std::sort(seconds.begin(), seconds.end());
-    triad_gb_per_s = triad.bytes() / seconds[seconds.size() / 2] / 1e9;
+    triad_gb_per_s = triad.bytes() / median_seconds(10, triad) / 1e9;
   }
   out.value("train_stream_triad_gb_per_s", triad_gb_per_s);
   for (const auto mode : {precision_mode::fp32, precision_mode::amp_bf16, precision_mode::amp_fp16,

@@ -1,12 +1,12 @@
 #ifndef KAMP_KERNELS_CAST_HPP
 #define KAMP_KERNELS_CAST_HPP
 
-#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/rounding_options.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/counter_random.hpp>
 #include <kamp/numeric/element_access.hpp>
+#include <kamp/tools/traffic.hpp>
 
 #include <Kokkos_Core.hpp>
 

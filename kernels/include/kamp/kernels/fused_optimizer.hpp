@@ -1,7 +1,6 @@
 #ifndef KAMP_KERNELS_FUSED_OPTIMIZER_HPP
 #define KAMP_KERNELS_FUSED_OPTIMIZER_HPP
 
-#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/cast.hpp>
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/gradient_check.hpp>
@@ -10,6 +9,7 @@
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/counter_random.hpp>
 #include <kamp/numeric/element_access.hpp>
+#include <kamp/tools/traffic.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -1,13 +1,13 @@
 #ifndef KAMP_KERNELS_UNSCALE_AND_CHECK_HPP
 #define KAMP_KERNELS_UNSCALE_AND_CHECK_HPP
 
-#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/numeric/accum_type.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/element_access.hpp>
+#include <kamp/tools/traffic.hpp>
 
 #include <Kokkos_Core.hpp>
 

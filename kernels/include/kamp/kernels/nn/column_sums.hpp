@@ -1,8 +1,8 @@
 #ifndef KAMP_KERNELS_NN_COLUMN_SUMS_HPP
 #define KAMP_KERNELS_NN_COLUMN_SUMS_HPP
 
-#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
+#include <kamp/tools/traffic.hpp>
 
 namespace kamp {
 

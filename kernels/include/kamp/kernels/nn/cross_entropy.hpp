@@ -1,10 +1,10 @@
 #ifndef KAMP_KERNELS_NN_CROSS_ENTROPY_HPP
 #define KAMP_KERNELS_NN_CROSS_ENTROPY_HPP
 
-#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
+#include <kamp/tools/traffic.hpp>
 
 namespace kamp {
 

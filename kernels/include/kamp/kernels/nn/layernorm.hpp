@@ -1,9 +1,9 @@
 #ifndef KAMP_KERNELS_NN_LAYERNORM_HPP
 #define KAMP_KERNELS_NN_LAYERNORM_HPP
 
-#include <kamp/tools/traffic.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/kernels/nn/rows.hpp>
+#include <kamp/tools/traffic.hpp>
 
 namespace kamp {
 
