@@ -129,12 +129,24 @@ struct gemm_route {
   }
 };
 
+/// What a traffic listener is told of a problem. Field by field: nvcc 13 misparses a braced
+/// list that holds `dtype_of<T>()` calls.
+template <class TA, class TB, class TC>
+gemm_record gemm_record_of(const gemm_problem<TA, TB, TC>& p, const char* path) {
+  gemm_record r;
+  r.m = p.m, r.n = p.n, r.k = p.k, r.batch = p.batch;
+  r.trans_a = p.trans_a, r.trans_b = p.trans_b;
+  r.alpha = p.alpha, r.beta = p.beta;
+  r.bias = p.bias != nullptr;
+  r.a = dtype_of<TA>(), r.b = dtype_of<TB>(), r.c = dtype_of<TC>();
+  r.path = path;
+  return r;
+}
+
 template <class ExecutionSpace, class TA, class TB, class TC>
 void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm) {
   const gemm_route<ExecutionSpace, TA, TB, TC> route(p, algorithm, gemm_vendor_order());
-  if (traffic_listener* listener = traffic_slot())
-    listener->gemm({p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias != nullptr, dtype_of<TA>(),
-                    dtype_of<TB>(), dtype_of<TC>(), route.path});
+  if (traffic_listener* listener = traffic_slot()) listener->gemm(gemm_record_of(p, route.path));
   Kokkos::Profiling::pushRegion(*route.region);
   route.run(space, p);
   Kokkos::Profiling::popRegion();
