@@ -201,6 +201,29 @@ TEST_CASE("the vectorizable fp32 exp and tanh behind GELU are accurate", "[nn]")
   CHECK(kamp::detail::tanh_of(-1e4f) == -1.0f);
 }
 
+TEMPLATE_TEST_CASE("fp32 GELU is the fp64 tanh form to an ulp of x, and exact where it saturates", "[nn]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  std::vector<float> x;
+  for (int i = -120000; i <= 120000; ++i) x.push_back(float(i) * 1e-4f);  // [-12, 12]
+  const std::vector<float> saturated = {-3e38f, -1e30f, -1e10f, -100.0f, 100.0f, 1e10f, 1e30f, 3e38f};
+  x.insert(x.end(), saturated.begin(), saturated.end());
+  Kokkos::View<float*, typename Space::memory_space> y("y", x.size());
+  kamp::gelu_forward(Space(), kamp::test::to_device<float, Space>(x, "x"), y);
+  const auto yh = kamp::test::to_host(y);
+  int outside = 0;
+  for (std::size_t i = 0; i + saturated.size() < x.size(); ++i) {
+    const double v = x[i], want = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    // fp32 rounding of the result, plus the cancellation of x against x·(1 − sigmoid) for x < 0.
+    outside += std::abs(double(yh[i]) - want) > 4e-7 * std::abs(want) + 1.2e-7 * std::abs(v);
+  }
+  CHECK(outside == 0);
+  for (std::size_t i = x.size() - saturated.size(); i < x.size(); ++i) {
+    INFO("x = " << x[i]);
+    CHECK(yh[i] == (x[i] > 0 ? x[i] : 0.0f));
+  }
+}
+
 TEMPLATE_TEST_CASE("fp32 GELU with a bf16 output is the fp64 GELU rounded once", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   const std::size_t n = 4096;

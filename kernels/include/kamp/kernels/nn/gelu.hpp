@@ -8,12 +8,25 @@ namespace kamp {
 
 namespace detail {
 
-// GELU, tanh form (GPT-2): 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+// GELU, tanh form (GPT-2): 0.5 x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³).
 template <class Acc>
 struct gelu_constants {
   static constexpr Acc scale = Acc(0.7978845608028654);  // √(2/π)
   static constexpr Acc cubic = Acc(0.044715);
+  static constexpr Acc twice_scale = Acc(2 * 0.7978845608028654);
+  static constexpr Acc twice_scale_cubic = Acc(2 * 0.7978845608028654 * 0.044715);
 };
+
+// The forward pass as x − x / (1 + e^{2u}), the same function as 0.5 x (1 + tanh u) (which is
+// x · sigmoid(2u)) in a third fewer operations: on CPUs the kernel is bound by arithmetic, not
+// bytes, and a 16-bit form adds its conversions to that. Both forms cancel alike for negative x
+// (an absolute error near ulp(x)), and both give x or 0 exactly where e^{2u} saturates.
+template <class Acc>
+KOKKOS_INLINE_FUNCTION Acc gelu_of(Acc v) {
+  using k = gelu_constants<Acc>;
+  const Acc two_u = v * (k::twice_scale + k::twice_scale_cubic * (v * v));
+  return v - v / (Acc(1) + exp_of(two_u));
+}
 
 template <class ExecutionSpace, class X, class Y>
 void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::size_t n) {
@@ -23,15 +36,11 @@ void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::s
   Kokkos::parallel_for(
       "kamp::gelu_forward", work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
       KOKKOS_LAMBDA(std::int64_t item) {
-        using k = gelu_constants<acc>;
         const std::size_t begin = std::size_t(item) * c, end = begin + c < n ? begin + c : n;
         const X* KAMP_RESTRICT src = xs;
         Y* KAMP_RESTRICT dst = ys;
         KAMP_SIMD()
-        for (std::size_t i = begin; i < end; ++i) {
-          const acc v = load_as<acc>(src + i);
-          store_nearest(dst + i, acc(0.5) * v * (acc(1) + tanh_of(k::scale * (v + k::cubic * v * v * v))));
-        }
+        for (std::size_t i = begin; i < end; ++i) store_nearest(dst + i, gelu_of(load_as<acc>(src + i)));
       });
 }
 
