@@ -39,6 +39,9 @@ double weighted_sum(const std::vector<double>& w, const std::vector<double>& y) 
 
 constexpr double tolerance = 1e-6;
 
+// GPT-2's GELU, tanh form, in fp64: the reference for the fp32 kernel.
+double gelu_fp64(double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("layernorm backward matches finite differences in fp64", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
@@ -213,7 +216,7 @@ TEMPLATE_TEST_CASE("fp32 GELU is the fp64 tanh form to an ulp of x, and exact wh
   const auto yh = kamp::test::to_host(y);
   int outside = 0;
   for (std::size_t i = 0; i + saturated.size() < x.size(); ++i) {
-    const double v = x[i], want = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    const double v = x[i], want = gelu_fp64(v);
     // fp32 rounding of the result, plus the cancellation of x against x·(1 − sigmoid) for x < 0.
     outside += std::abs(double(yh[i]) - want) > 4e-7 * std::abs(want) + 1.2e-7 * std::abs(v);
   }
@@ -234,7 +237,7 @@ TEMPLATE_TEST_CASE("fp32 GELU with a bf16 output is the fp64 GELU rounded once",
   const auto yh = kamp::test::to_host(y);
   int off_by_more_than_one_ulp = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double v = x[i], want = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    const double v = x[i], want = gelu_fp64(v);
     const double ulp = want == 0.0 ? 0.0 : std::ldexp(1.0, std::ilogb(want) - 7);  // ilogb(0) is INT_MIN
     off_by_more_than_one_ulp += std::abs(kamp::to_float(yh[i]) - want) > ulp + 1e-6;
   }

@@ -11,10 +11,12 @@ namespace detail {
 // GELU, tanh form (GPT-2): 0.5 x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³).
 template <class Acc>
 struct gelu_constants {
-  static constexpr Acc scale = Acc(0.7978845608028654);  // √(2/π)
-  static constexpr Acc cubic = Acc(0.044715);
-  static constexpr Acc twice_scale = Acc(2 * 0.7978845608028654);
-  static constexpr Acc twice_scale_cubic = Acc(2 * 0.7978845608028654 * 0.044715);
+  static constexpr double scale_exact = 0.7978845608028654;  // √(2/π)
+  static constexpr double cubic_exact = 0.044715;
+  static constexpr Acc scale = Acc(scale_exact);
+  static constexpr Acc cubic = Acc(cubic_exact);
+  static constexpr Acc twice_scale = Acc(2 * scale_exact);
+  static constexpr Acc twice_scale_cubic = Acc(2 * scale_exact * cubic_exact);
 };
 
 // The forward pass as x − x / (1 + e^{2u}), the same function as 0.5 x (1 + tanh u) (which is
