@@ -1,7 +1,7 @@
 // A user's trainer built on the installed kamp::model: one amp_bf16 step of a small GPT runs and
 // gives a finite loss, and its checkpoint (HDF5, linked through kamp's export) reads back.
-#include <kamp/model/checkpoint.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/training/trainer.hpp>
 
 #include <cmath>
 #include <cstdio>

@@ -105,6 +105,15 @@ gemm_path_info gemm_path_on_this_machine() {
   return {route.path, detail::gemm_explanation<ExecutionSpace>(p, route.path, detail::gemm_vendor_order())};
 }
 
+/// \brief Deprecated in kamp 0.2, removed in 0.3: `gemm_path_on_this_machine<...>().path`, which
+/// also says why. The path is decided at the first call of each type combination and kept; the
+/// string stays valid until the program ends.
+template <class ExecutionSpace, class TA, class TB, class TC>
+[[deprecated("kamp 0.2: use gemm_path_on_this_machine<...>().path")]] const char* gemm_path() {
+  static const std::string path = gemm_path_on_this_machine<ExecutionSpace, TA, TB, TC>().path;
+  return path.c_str();
+}
+
 /// \brief The path one particular call of `gemm` takes (its shapes, strides, bias, alpha, beta).
 template <class ExecutionSpace, class AView, class BView, class CView>
 std::string gemm_path_for(op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta, const CView& C,
