@@ -1,14 +1,18 @@
 // kamp-generate: text from a kamp checkpoint, one token at a time over a KV cache, in the
 // checkpoint's precision mode. The text goes to standard output, everything else to stderr.
-#include <kamp/model/checkpoint.hpp>
-#include <kamp/model/decoder.hpp>
+#include <kamp/model/network/decoder.hpp>
+#include <kamp/model/network/generate.hpp>
+#include <kamp/model/network/sampling.hpp>
+#include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/checkpoint_directory.hpp>
+#include <kamp/model/state/state_weights.hpp>
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 
@@ -48,10 +52,12 @@ int run(const generate_settings& s) {
   kamp::gpt_decoder<> decoder(state.model, state.policy);
   const kamp::state_weights<> weights(state);
   decoder.bind_weights(weights.binding());
-  std::fprintf(stderr, "kamp-generate: %s (step %lld, %s, %d layers, d_model %d, context %d); temperature %g, top-k %d, seed %llu\n",
-               path.c_str(), static_cast<long long>(state.steps_taken), kamp::name(state.policy.mode), state.model.layers,
-               state.model.d_model, state.model.context, s.sampling.temperature, s.sampling.top_k,
-               static_cast<unsigned long long>(s.sampling.seed));
+  std::fprintf(
+      stderr,
+      "kamp-generate: %s (step %lld, %s, %d layers, d_model %d, context %d); temperature %g, top-k %d, seed %llu\n",
+      path.c_str(), static_cast<long long>(state.steps_taken), kamp::name(state.policy.mode), state.model.layers,
+      state.model.d_model, state.model.context, s.sampling.temperature, s.sampling.top_k,
+      static_cast<unsigned long long>(s.sampling.seed));
   std::fputs(s.prompt.c_str(), stdout);
   const auto start = std::chrono::steady_clock::now();
   kamp::generate(decoder, s.prompt, s.tokens, s.sampling, [](char c) {
@@ -68,11 +74,13 @@ int run(const generate_settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kamp-generate: text from a kamp checkpoint (byte tokens), computed in the checkpoint's precision "
-               "mode with a KV cache. The text goes to standard output."};
+  CLI::App app{
+      "kamp-generate: text from a kamp checkpoint (byte tokens), computed in the checkpoint's precision "
+      "mode with a KV cache. The text goes to standard output."};
   generate_settings s;
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--checkpoint", s.checkpoint, "A checkpoint file, or 'auto': the newest in --checkpoint-dir that loads")
+  app.add_option("--checkpoint", s.checkpoint,
+                 "A checkpoint file, or 'auto': the newest in --checkpoint-dir that loads")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", s.checkpoint_dir, "Where --checkpoint auto looks")->capture_default_str();
   app.add_option("--prompt", s.prompt, "The text to continue (at least one byte)")->capture_default_str();

@@ -1,5 +1,5 @@
 // kamp-inspect: what a kamp checkpoint holds, and per-tensor statistics, without training.
-#include <kamp/model/checkpoint.hpp>
+#include <kamp/model/state/checkpoint.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -39,8 +39,13 @@ nlohmann::json describe(const std::string& path, const kamp::training_state& s) 
           {"format_version", kamp::checkpoint_format_version},
           {"kamp_version", s.kamp_version},
           {"model",
-           {{"vocab", m.vocab}, {"context", m.context}, {"layers", m.layers}, {"heads", m.heads},
-            {"d_model", m.d_model}, {"mlp", m.mlp}, {"parameters", table.parameter_count()}}},
+           {{"vocab", m.vocab},
+            {"context", m.context},
+            {"layers", m.layers},
+            {"heads", m.heads},
+            {"d_model", m.d_model},
+            {"mlp", m.mlp},
+            {"parameters", table.parameter_count()}}},
           {"precision_mode", kamp::name(s.policy.mode)},
           {"pure_bf16_update", kamp::name(s.policy.update)},
           {"fp32_layers", s.policy.fp32_layers},
@@ -48,7 +53,8 @@ nlohmann::json describe(const std::string& path, const kamp::training_state& s) 
           {"attempts", s.attempts},
           {"data_position", s.attempts * s.options.micro_batches},
           {"loss_scaler",
-           {{"scale", s.scaler.scale}, {"growth_tracker", s.scaler.growth_tracker},
+           {{"scale", s.scaler.scale},
+            {"growth_tracker", s.scaler.growth_tracker},
             {"skipped_steps", s.scaler.skipped_steps}}},
           {"non_finite", non_finite},
           {"tensors", tensors}};
@@ -63,17 +69,16 @@ void print(const nlohmann::json& j) {
               m["layers"].get<int>(), m["heads"].get<int>(), m["d_model"].get<int>(), m["mlp"].get<int>(),
               m["context"].get<int>(), m["vocab"].get<int>(), m["parameters"].get<std::size_t>());
   std::printf("  precision: %s; step %lld (%lld attempts), data position %lld; loss scale %g (%lld skipped)\n",
-              j["precision_mode"].get<std::string>().c_str(), j["step"].get<long long>(), j["attempts"].get<long long>(),
-              j["data_position"].get<long long>(), j["loss_scaler"]["scale"].get<double>(),
-              j["loss_scaler"]["skipped_steps"].get<long long>());
+              j["precision_mode"].get<std::string>().c_str(), j["step"].get<long long>(),
+              j["attempts"].get<long long>(), j["data_position"].get<long long>(),
+              j["loss_scaler"]["scale"].get<double>(), j["loss_scaler"]["skipped_steps"].get<long long>());
   std::printf("  %-34s %-5s %-10s %12s %12s %12s %10s\n", "tensor", "dtype", "shape", "min", "max", "mean",
               "non-finite");
   for (const auto& t : j["tensors"]) {
     const auto number = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); };
     std::printf("  %-34s %-5s %-10s %12.5g %12.5g %12.5g %10zu\n", t["name"].get<std::string>().c_str(),
-                t["dtype"].get<std::string>().c_str(),
-                shape_text(t["shape"].get<std::vector<std::size_t>>()).c_str(), number(t["min"]), number(t["max"]),
-                number(t["mean"]), t["non_finite"].get<std::size_t>());
+                t["dtype"].get<std::string>().c_str(), shape_text(t["shape"].get<std::vector<std::size_t>>()).c_str(),
+                number(t["min"]), number(t["max"]), number(t["mean"]), t["non_finite"].get<std::size_t>());
   }
   std::printf("  non-finite values in all tensors: %zu\n", j["non_finite"].get<std::size_t>());
 }
@@ -81,8 +86,9 @@ void print(const nlohmann::json& j) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kamp-inspect: print a kamp checkpoint's metadata and per-tensor statistics (shape, dtype, min, "
-               "max, mean, non-finite count). Reading it checks it completely: exit status 1 if it is damaged."};
+  CLI::App app{
+      "kamp-inspect: print a kamp checkpoint's metadata and per-tensor statistics (shape, dtype, min, "
+      "max, mean, non-finite count). Reading it checks it completely: exit status 1 if it is damaged."};
   std::string path;
   bool json = false, run_config = false;
   app.add_option("checkpoint", path, "The .h5 checkpoint")->required();

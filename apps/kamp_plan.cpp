@@ -1,6 +1,7 @@
 // kamp-plan: the memory a training run needs, by category, for a model shape or a parameter
 // count, a precision mode and a number of data-parallel shards.
-#include <kamp/model/memory_plan.hpp>
+#include <kamp/model/dist/sharding.hpp>
+#include <kamp/model/precision/memory_plan.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -22,15 +23,16 @@ std::string human(double bytes) {
 }
 
 nlohmann::json as_json(const kamp::memory_plan& p) {
-  return {{"parameters", p.parameters}, {"gradients", p.gradients}, {"master", p.master},
+  return {{"parameters", p.parameters}, {"gradients", p.gradients},     {"master", p.master},
           {"optimizer", p.optimizer},   {"activations", p.activations}, {"total", p.total()}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kamp-plan: bytes for parameters, gradients, master weights, optimizer state and activations of a "
-               "training run, per rank. Give a model shape (the kamp-train options) or --parameters N."};
+  CLI::App app{
+      "kamp-plan: bytes for parameters, gradients, master weights, optimizer state and activations of a "
+      "training run, per rank. Give a model shape (the kamp-train options) or --parameters N."};
   kamp::gpt_config model;
   kamp::app::precision_options precision;
   double parameters = 0;
@@ -42,14 +44,16 @@ int main(int argc, char** argv) {
   app.add_option("--parameters", parameters,
                  "Plan the state of this many parameters (e.g. 70e9) instead of a model shape; no activations")
       ->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "Sequences per micro-batch (activations)")->capture_default_str()->check(
-      CLI::PositiveNumber);
-  app.add_option("--shards", shards, "Data-parallel ranks sharing the state")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  app.add_option("--batch", batch, "Sequences per micro-batch (activations)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shards", shards, "Data-parallel ranks sharing the state")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--sharding", split,
                  "What the shards split: optimizer (ZeRO-1: master + moments), gradients (ZeRO-2: + gradients), "
                  "parameters (ZeRO-3/FSDP full shard: + the model copy), none")
-      ->check(CLI::IsMember({"none", "optimizer", "gradients", "parameters"}))
+      ->check(kamp::app::one_of(kamp::sharding_levels(), kamp::parse_sharding))
       ->capture_default_str();
   app.add_flag("--json", json, "Print JSON");
   CLI11_PARSE(app, argc, argv);
@@ -59,13 +63,16 @@ int main(int argc, char** argv) {
     const double elements = parameters > 0 ? parameters : double(model.parameter_table().parameter_count());
     const kamp::memory_plan plan = parameters > 0 ? kamp::plan_state(parameters, policy, shards, how)
                                                   : kamp::plan_memory(model, policy, batch, shards, how);
-    const kamp::memory_plan whole = parameters > 0 ? kamp::plan_state(parameters, policy)
-                                                   : kamp::plan_memory(model, policy, batch);
+    const kamp::memory_plan whole =
+        parameters > 0 ? kamp::plan_state(parameters, policy) : kamp::plan_memory(model, policy, batch);
     const kamp::memory_plan per = kamp::bytes_per_parameter(policy);
     if (json) {
-      std::cout << nlohmann::json{{"parameters", elements},    {"mode", precision.mode},
-                                  {"shards", shards},          {"sharding", split},
-                                  {"bytes_per_parameter", as_json(per)}, {"one_rank_of_all", as_json(plan)},
+      std::cout << nlohmann::json{{"parameters", elements},
+                                  {"mode", precision.mode},
+                                  {"shards", shards},
+                                  {"sharding", split},
+                                  {"bytes_per_parameter", as_json(per)},
+                                  {"one_rank_of_all", as_json(plan)},
                                   {"unsharded", as_json(whole)}}
                        .dump(2)
                 << '\n';
@@ -85,8 +92,7 @@ int main(int argc, char** argv) {
     if (parameters == 0) row("activations", 0, whole.activations, plan.activations);
     row("total", per.total(), whole.total(), plan.total());
     std::printf("  per parameter, by mode (parameters + fp32 gradients + master + optimizer):");
-    for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
-                            kamp::precision_mode::pure_bf16}) {
+    for (const auto mode : kamp::precision_modes()) {
       kamp::precision_policy p;
       p.mode = mode;
       const auto b = kamp::bytes_per_parameter(p);
@@ -96,8 +102,9 @@ int main(int argc, char** argv) {
     std::printf("\n");
     if (shards > 1 && how != kamp::sharding::none)
       std::printf("  kamp-train on %d MPI ranks with --sharding %s holds this%s\n", shards, kamp::name(how),
-                  parameters == 0 ? ", the buffers units are gathered into and reduced from included"
-                                  : " plus the buffers of the units gathered at a time (give a model shape to see them)");
+                  parameters == 0
+                      ? ", the buffers units are gathered into and reduced from included"
+                      : " plus the buffers of the units gathered at a time (give a model shape to see them)");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kamp-plan: error: %s\n", e.what());

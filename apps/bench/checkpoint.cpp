@@ -1,7 +1,7 @@
 #include "checkpoint.hpp"
 
-#include <kamp/model/checkpoint.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/training/trainer.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>

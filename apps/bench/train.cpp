@@ -4,7 +4,7 @@
 #include "roofline.hpp"
 #include "step_profile.hpp"
 
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/training/trainer.hpp>
 #include <kamp/tools/launch_counter.hpp>
 
 #include <algorithm>

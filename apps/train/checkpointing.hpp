@@ -1,9 +1,11 @@
 #ifndef KAMP_APPS_TRAIN_CHECKPOINTING_HPP
 #define KAMP_APPS_TRAIN_CHECKPOINTING_HPP
 
-#include <kamp/model/checkpoint.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/checkpoint_directory.hpp>
+#include <kamp/model/training/trainer.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <string>
@@ -38,6 +40,36 @@ class stop_request {
 
  private:
   struct sigaction previous_[3];
+};
+
+/// \brief Writes the trainer's state, with the run's settings, into a checkpoint directory. It
+/// remembers the state and the time of its last write: a state already on disk is not written
+/// twice, and checkpoints by wall-clock time count from the last one.
+class checkpoint_writer {
+ public:
+  /// `run_config`: the program's settings, stored with each checkpoint.
+  checkpoint_writer(const trainer& t, const checkpoint_directory& dir, std::string run_config);
+
+  struct written {
+    std::string path;
+    double seconds;  ///< the write's duration
+  };
+  /// Writes a checkpoint of the trainer's state now (collective: each rank writes its shard).
+  written save();
+  /// save() unless the trainer is where the last save() left it (same steps and attempts); rank 0
+  /// prints the file as "checkpoint (<why>): ...".
+  void save_if_new(const char* why);
+  double seconds_since_save() const;
+  /// The duration of the last write (0 before the first).
+  double last_save_seconds() const { return last_save_seconds_; }
+
+ private:
+  const trainer& trainer_;
+  const checkpoint_directory& dir_;
+  std::string run_config_;
+  std::int64_t saved_steps_, saved_attempts_;
+  std::chrono::steady_clock::time_point saved_at_;
+  double last_save_seconds_ = 0;
 };
 
 /// Loads into `t` the checkpoint `which` names: a file, or "auto" for the newest file in `dir`

@@ -1,7 +1,7 @@
 #ifndef KAMP_APPS_TRAIN_LOSS_WATCH_HPP
 #define KAMP_APPS_TRAIN_LOSS_WATCH_HPP
 
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/training/trainer.hpp>
 
 #include <string>
 #include <vector>

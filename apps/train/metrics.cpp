@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace kamp::app {
 
@@ -32,7 +32,7 @@ void metrics_writer::write(const step_report& r, std::optional<double> validatio
     out_ << line << std::flush;
     return;
   }
-  nlohmann::json j{{"step", r.step},           {"loss", r.loss}, {"scale", r.scale},      {"skipped", r.skipped},
+  nlohmann::json j{{"step", r.step},           {"loss", r.loss}, {"scale", r.scale},   {"skipped", r.skipped},
                    {"grad_norm", r.grad_norm}, {"lr", r.lr},     {"tokens_per_s", tps}};
   if (validation_loss) j["val_loss"] = *validation_loss;
   out_ << j.dump() << '\n' << std::flush;

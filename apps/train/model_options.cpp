@@ -24,12 +24,12 @@ void add_precision_options(CLI::App& app, precision_options& precision) {
   app.add_option("--mode", precision.mode,
                  "Precision: fp32 (all fp32), amp_bf16 (fp32 master weights, bf16 GEMMs; default), amp_fp16 "
                  "(fp32 master, fp16 GEMMs, dynamic loss scaling), pure_bf16 (bf16 weights and moments, no master)")
-      ->check(CLI::IsMember({"fp32", "amp_bf16", "amp_fp16", "pure_bf16"}))
+      ->check(one_of(precision_modes(), parse_precision_mode))
       ->capture_default_str();
   app.add_option("--pure-bf16-update", precision.pure_update,
                  "How pure_bf16 keeps updates smaller than half a bf16 ulp: kahan (compensation buffer) or "
                  "stochastic (stochastic rounding)")
-      ->check(CLI::IsMember({"kahan", "stochastic"}))
+      ->check(one_of(pure_bf16_updates(), parse_pure_bf16_update))
       ->capture_default_str();
   app.add_option("--fp32-layers", precision.fp32_layers,
                  "Layers whose GEMMs run in fp32 whatever the mode (autocast(enabled=False) around them): h<l>.attn, "

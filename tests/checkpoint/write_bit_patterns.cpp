@@ -1,6 +1,6 @@
 // Writes kamp checkpoints whose 16-bit tensors hold every bf16/fp16 bit pattern, with the raw
 // bits beside them, for check_standard_readers.py to compare against h5py and h5dump.
-#include <kamp/model/checkpoint.hpp>
+#include <kamp/model/state/checkpoint.hpp>
 
 #include "../support/gpt_shapes.hpp"
 

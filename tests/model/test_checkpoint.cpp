@@ -1,9 +1,11 @@
 // Checkpoints: bit-exact resume in every precision mode, atomic directory handling, and the
 // errors hostile files get (each generated here from a valid checkpoint).
-#include <kamp/model/checkpoint.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/checkpoint_directory.hpp>
+#include <kamp/model/training/trainer.hpp>
 
 #include "../support/catch.hpp"
+
 #include <hdf5.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
 #include "../support/training_states.hpp"
 
@@ -24,32 +27,18 @@ using kamp::test::require_same_state;
 
 namespace {
 
-kamp::gpt_config small_model(int d_model = 32) { return kamp::test::gpt_shape(16, 1, 2, d_model, 64); }
+using kamp::test::corpus;
+using kamp::test::policy;
+using kamp::test::small_model;
 
+// The runs of this file: batch 4, peak learning rate 2e-3 after 3 warm-up steps, seed 11, and
+// a loss scale that overflows at first, then a short growth interval: the scaler's state and
+// the attempt counter differ from the step counter at the save point.
 kamp::train_options short_run(int steps) {
-  kamp::train_options o;
-  o.batch = 4;
-  o.steps = steps;
-  o.lr = 2e-3f;
-  o.warmup = 3;
-  o.seed = 11;
-  // A scale that overflows at first, then a short growth interval: the scaler's state and the
-  // attempt counter differ from the step counter at the save point.
+  kamp::train_options o = kamp::test::run_options(4, steps, 2e-3f, 3, 11);
   o.scaler.init_scale = 1e36f;
   o.scaler.growth_interval = 2;
   return o;
-}
-
-const kamp::token_dataset& corpus() {
-  static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, small_model().context, "test corpus");
-  return data;
-}
-
-kamp::precision_policy policy(kamp::precision_mode mode, kamp::pure_bf16_update update = {}) {
-  kamp::precision_policy p;
-  p.mode = mode;
-  p.update = update;
-  return p;
 }
 
 // A fresh directory under the system's temporary directory, removed with its content.
@@ -82,10 +71,10 @@ TEST_CASE("N steps equal N/2 steps, save, load into a new trainer, N/2 steps, bi
   const int n = 10;
   const scratch_dir dir("resume");
 
-  kamp::trainer straight(small_model(), p, short_run(n), corpus());
+  kamp::trainer straight(small_model(), p, short_run(n), corpus(small_model()));
   const std::vector<double> straight_losses = train_until(straight, n);
 
-  kamp::trainer first_half(small_model(), p, short_run(n), corpus());
+  kamp::trainer first_half(small_model(), p, short_run(n), corpus(small_model()));
   std::vector<double> losses = train_until(first_half, n / 2);
   const kamp::training_state saved = first_half.state();
   kamp::write_checkpoint(dir / "half.h5", saved);
@@ -93,7 +82,7 @@ TEST_CASE("N steps equal N/2 steps, save, load into a new trainer, N/2 steps, bi
   require_same_state(saved, loaded);
   if (p.mode == kamp::precision_mode::amp_fp16) REQUIRE(loaded.attempts > loaded.steps_taken);
 
-  kamp::trainer second_half(small_model(), p, short_run(n), corpus());
+  kamp::trainer second_half(small_model(), p, short_run(n), corpus(small_model()));
   second_half.restore(loaded);
   const std::vector<double> rest = train_until(second_half, n);
   losses.insert(losses.end(), rest.begin(), rest.end());
@@ -108,7 +97,7 @@ TEST_CASE("the state layout names what each mode's trainer keeps", "[model][chec
                           policy(kamp::precision_mode::amp_fp16),
                           policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::kahan),
                           policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
-  const kamp::trainer t(small_model(), p, short_run(1), corpus());
+  const kamp::trainer t(small_model(), p, short_run(1), corpus(small_model()));
   const auto state = t.state();
   const auto layout = kamp::state_layout(p);
   REQUIRE(state.tensors.size() == layout.size());
@@ -118,12 +107,11 @@ TEST_CASE("the state layout names what each mode's trainer keeps", "[model][chec
   }
 }
 
-TEST_CASE("a checkpoint directory keeps the newest K and removes leftovers of killed writes",
-          "[model][checkpoint]") {
+TEST_CASE("a checkpoint directory keeps the newest K and removes leftovers of killed writes", "[model][checkpoint]") {
   const scratch_dir dir("directory");
   const kamp::checkpoint_directory checkpoints((dir.path / "sub" / "dir").string(), 2);
   REQUIRE(checkpoints.list().empty());
-  kamp::trainer t(small_model(), policy(kamp::precision_mode::amp_bf16), short_run(4), corpus());
+  kamp::trainer t(small_model(), policy(kamp::precision_mode::amp_bf16), short_run(4), corpus(small_model()));
   std::ofstream(checkpoints.path() + "/step-00000099.h5.tmp") << "half written";
   std::ofstream(checkpoints.path() + "/notes.txt") << "not a checkpoint";
   for (int step = 1; step <= 4; ++step) {
@@ -147,9 +135,7 @@ namespace {
 // Edits of a valid checkpoint through HDF5's C API, as a buggy tool or a person might make them.
 struct h5_file {
   hid_t id;
-  explicit h5_file(const std::string& path) : id(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)) {
-    REQUIRE(id >= 0);
-  }
+  explicit h5_file(const std::string& path) : id(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)) { REQUIRE(id >= 0); }
   ~h5_file() { H5Fclose(id); }
 };
 
@@ -260,23 +246,26 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
           "[model][checkpoint]") {
   const scratch_dir dir("hostile");
   const auto p = policy(kamp::precision_mode::amp_bf16);
-  kamp::trainer source(small_model(), p, short_run(6), corpus());
+  kamp::trainer source(small_model(), p, short_run(6), corpus(small_model()));
   train_until(source, 2);
   const std::string valid = dir / "valid.h5";
   kamp::write_checkpoint(valid, source.state());
   const std::vector<char> valid_bytes = bytes_of(valid);
 
   // Valid checkpoints of another model size and another mode.
-  kamp::trainer wider(small_model(64), p, short_run(6), corpus());
+  kamp::gpt_config wider_model = small_model();
+  wider_model.d_model = 64;
+  kamp::trainer wider(wider_model, p, short_run(6), corpus(wider_model));
   kamp::write_checkpoint(dir / "wider.h5", wider.state());
-  kamp::trainer fp16(small_model(), policy(kamp::precision_mode::amp_fp16), short_run(6), corpus());
+  kamp::trainer fp16(small_model(), policy(kamp::precision_mode::amp_fp16), short_run(6), corpus(small_model()));
   kamp::write_checkpoint(dir / "fp16.h5", fp16.state());
-  kamp::trainer kahan(small_model(), policy(kamp::precision_mode::pure_bf16), short_run(6), corpus());
+  kamp::trainer kahan(small_model(), policy(kamp::precision_mode::pure_bf16), short_run(6), corpus(small_model()));
   kamp::write_checkpoint(dir / "kahan.h5", kahan.state());
 
   const auto truncate_to = [&](double fraction) {
     return [&, fraction](const std::string& f) {
-      write_bytes(f, std::vector<char>(valid_bytes.begin(), valid_bytes.begin() + std::ptrdiff_t(fraction * double(valid_bytes.size()))));
+      write_bytes(f, std::vector<char>(valid_bytes.begin(),
+                                       valid_bytes.begin() + std::ptrdiff_t(fraction * double(valid_bytes.size()))));
     };
   };
   const auto copy_of = [&](const std::string& other) {
@@ -322,15 +311,20 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
          write_bytes(f, b);
        },
        "is not an HDF5 file"},
-      {"truncated to 1 KiB", [&](const std::string& f) { write_bytes(f, {valid_bytes.begin(), valid_bytes.begin() + 1024}); },
+      {"truncated to 1 KiB",
+       [&](const std::string& f) {
+         write_bytes(f, {valid_bytes.begin(), valid_bytes.begin() + 1024});
+       },
        "truncated"},
       {"truncated to 10%", truncate_to(0.10), "truncated"},
       {"truncated to 50%", truncate_to(0.50), "truncated"},
       {"truncated to 90%", truncate_to(0.90), "truncated"},
-      {"last byte missing", [&](const std::string& f) { write_bytes(f, {valid_bytes.begin(), valid_bytes.end() - 1}); },
+      {"last byte missing",
+       [&](const std::string& f) {
+         write_bytes(f, {valid_bytes.begin(), valid_bytes.end() - 1});
+       },
        "truncated"},
-      {"newer format version", [](const std::string& f) { set_int(f, "/", "format_version", 4); },
-       "format version 4"},
+      {"newer format version", [](const std::string& f) { set_int(f, "/", "format_version", 4); }, "format version 4"},
       {"not a kamp checkpoint", [](const std::string& f) { set_string(f, "/", "format", "my-trainer"); },
        "not a kamp checkpoint"},
       {"missing dataset", [](const std::string& f) { remove_object(f, "/master/h0.attn.qkv.weight"); },
@@ -340,16 +334,21 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
       {"missing config attribute",
        [](const std::string& f) { H5Adelete_by_name(h5_file(f).id, "/config", "d_model", H5P_DEFAULT); },
        "/config: attribute 'd_model' is missing"},
-      {"missing step", [](const std::string& f) { H5Adelete(h5_file(f).id, "step"); },
-       "attribute 'step' is missing"},
+      {"missing step", [](const std::string& f) { H5Adelete(h5_file(f).id, "step"); }, "attribute 'step' is missing"},
       {"wrong shape",
-       [](const std::string& f) { replace_dataset(f, "/master/wpe", H5T_IEEE_F32LE, {32, 16}, 0.0); },
+       [](const std::string& f) {
+         replace_dataset(f, "/master/wpe", H5T_IEEE_F32LE, {32, 16}, 0.0);
+       },
        "dataset /master/wpe has shape (32, 16), expected (16, 32)"},
       {"wrong dtype: fp64 for fp32",
-       [](const std::string& f) { replace_dataset(f, "/master/wte", H5T_IEEE_F64LE, {256, 32}, 0.0); },
+       [](const std::string& f) {
+         replace_dataset(f, "/master/wte", H5T_IEEE_F64LE, {256, 32}, 0.0);
+       },
        "dataset /master/wte is 64-bit float (fp64), expected 32-bit float (fp32)"},
       {"wrong dtype: fp32 for bf16",
-       [](const std::string& f) { replace_dataset(f, "/model/wte", H5T_IEEE_F32LE, {256, 32}, 0.0); },
+       [](const std::string& f) {
+         replace_dataset(f, "/model/wte", H5T_IEEE_F32LE, {256, 32}, 0.0);
+       },
        "dataset /model/wte is 32-bit float (fp32), expected 16-bit float (bf16)"},
       {"wrong dtype: integers",
        [](const std::string& f) { replace_dataset(f, "/moment1/lnf.bias", H5T_STD_I32LE, {32}, 0.0); },
@@ -375,8 +374,7 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
       {"pure bf16 state", copy_of("kahan.h5"), "precision mode pure_bf16"},
       {"NaN in the master weights", with_nan("master", 40), "master/wte has 1 non-finite values"},
       {"NaN in the bf16 model copy", with_nan("model", 8300), "model/wpe has 1 non-finite values"},
-      {"counters that disagree", [](const std::string& f) { set_int(f, "/", "attempts", 1); },
-       "inconsistent counters"},
+      {"counters that disagree", [](const std::string& f) { set_int(f, "/", "attempts", 1); }, "inconsistent counters"},
       {"impossible scaler state", [](const std::string& f) { set_int(f, "/loss_scaler", "hysteresis_left", 0); },
        "impossible loss scaler state"},
       {"a step count of 2^62",
@@ -386,16 +384,16 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
        },
        "inconsistent counters"},
       {"a negative second moment", edited("moment2", 300, -1.0f), "moment2/wte holds a negative second moment"},
-      {"master zeroed under an unchanged model copy", edited("master", 5, 0.0f),
-       "model/wte element 5 is"},
-      {"a chunk zeroed, values and checksum (Fletcher-32 of zeros is 0)",
-       zeroed_chunk("/master/h0.mlp.fc.weight"),
+      {"master zeroed under an unchanged model copy", edited("master", 5, 0.0f), "model/wte element 5 is"},
+      {"a chunk zeroed, values and checksum (Fletcher-32 of zeros is 0)", zeroed_chunk("/master/h0.mlp.fc.weight"),
        "dataset /master/h0.mlp.fc.weight does not hold the values that were written"},
       {"a moment chunk zeroed, values and checksum (no copy to compare with)",
        zeroed_chunk("/moment1/h0.mlp.fc.weight"),
        "dataset /moment1/h0.mlp.fc.weight does not hold the values that were written"},
       {"rewritten without the checksum filter",
-       [](const std::string& f) { replace_dataset(f, "/moment1/wpe", H5T_IEEE_F32LE, {16, 32}, 0.5); },
+       [](const std::string& f) {
+         replace_dataset(f, "/moment1/wpe", H5T_IEEE_F32LE, {16, 32}, 0.5);
+       },
        "dataset /moment1/wpe has no Fletcher-32 checksum filter"},
       {"a soft link where a dataset belongs",
        [](const std::string& f) {
@@ -404,7 +402,10 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
          REQUIRE(H5Lcreate_soft("/moment1/wte", h.id, "/master/wte", H5P_DEFAULT, H5P_DEFAULT) >= 0);
        },
        "/master/wte is a link to another object"},
-      {"chunks never written", [](const std::string& f) { replace_with_unwritten(f, "/moment2/wpe", {16, 32}); },
+      {"chunks never written",
+       [](const std::string& f) {
+         replace_with_unwritten(f, "/moment2/wpe", {16, 32});
+       },
        "dataset /moment2/wpe has chunks that were never written"},
       {"a flipped bit in a dataset",
        [&](const std::string& f) {
@@ -417,7 +418,7 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
   };
   REQUIRE(cases.size() >= 20);
 
-  kamp::trainer target(small_model(), p, short_run(6), corpus());
+  kamp::trainer target(small_model(), p, short_run(6), corpus(small_model()));
   train_until(target, 1);
   const kamp::training_state before = target.state();
   for (const auto& c : cases) {
@@ -444,7 +445,7 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
 TEST_CASE("any flipped byte is detected or harmless: the checkpoint fails to load or loads identically",
           "[model][checkpoint]") {
   const scratch_dir dir("flips");
-  kamp::trainer source(small_model(), policy(kamp::precision_mode::amp_fp16), short_run(4), corpus());
+  kamp::trainer source(small_model(), policy(kamp::precision_mode::amp_fp16), short_run(4), corpus(small_model()));
   train_until(source, 2);
   const kamp::training_state saved = source.state();
   const std::string valid = dir / "valid.h5";
@@ -476,7 +477,7 @@ TEST_CASE("a checkpoint read in slices gives each slice of the whole, whatever t
   // What ranks do when they reshard a checkpoint: each reads a flat range of every tensor, which
   // for a matrix is a partial row, whole rows and a partial row.
   const scratch_dir dir("slices");
-  kamp::trainer source(small_model(), policy(kamp::precision_mode::amp_bf16), short_run(4), corpus());
+  kamp::trainer source(small_model(), policy(kamp::precision_mode::amp_bf16), short_run(4), corpus(small_model()));
   train_until(source, 2);
   const std::string file = dir / "whole.h5";
   kamp::write_checkpoint(file, source.state());
@@ -495,12 +496,34 @@ TEST_CASE("a checkpoint read in slices gives each slice of the whole, whatever t
       REQUIRE(part.tensors.size() == whole.tensors.size());
       for (std::size_t t = 0; t < whole.tensors.size(); ++t) {
         const std::size_t width = kamp::size_of(whole.tensors[t].type);
-        REQUIRE(part.tensors[t].bytes == std::vector<unsigned char>(whole.tensors[t].bytes.begin() + cuts[k] * width,
-                                                                    whole.tensors[t].bytes.begin() + cuts[k + 1] * width));
+        REQUIRE(part.tensors[t].bytes ==
+                std::vector<unsigned char>(whole.tensors[t].bytes.begin() + cuts[k] * width,
+                                           whole.tensors[t].bytes.begin() + cuts[k + 1] * width));
       }
     }
   }
   // A slice outside the table is refused with the table's size.
   CHECK_THROWS_WITH(kamp::read_checkpoint(file, kamp::dist::communicator(), {flat - 4, flat + 4}),
                     kamp::test::contains("the model's flat buffers have " + std::to_string(flat)));
+}
+
+TEST_CASE("a checkpoint's /model group holds one dataset per tensor of the parameter table", "[model][checkpoint]") {
+  // What read_checkpoint checks a file's /model group against before it builds the table.
+  const scratch_dir dir("model-group");
+  for (const int layers : {1, 2}) {
+    INFO(layers << " layers");
+    const kamp::gpt_config model = small_model(layers);
+    const kamp::trainer t(model, policy(kamp::precision_mode::amp_bf16), short_run(1), corpus(model));
+    const std::string file = dir / "model.h5";
+    kamp::write_checkpoint(file, t.state());
+    const h5_file f(file);
+    const hid_t group = H5Gopen2(f.id, "/model", H5P_DEFAULT);
+    REQUIRE(group >= 0);
+    H5G_info_t info;
+    REQUIRE(H5Gget_info(group, &info) >= 0);
+    const kamp::tensor_table table = model.parameter_table();
+    CHECK(info.nlinks == table.count());
+    for (const auto& e : table.entries()) CHECK(H5Lexists(group, e.name.c_str(), H5P_DEFAULT) > 0);
+    H5Gclose(group);
+  }
 }

@@ -1,13 +1,18 @@
 // Generation: the KV-cache decoder against the training model's full-context forward and an
 // fp64 attention, and the sampler against exact fp64 probabilities.
 #include <kamp/kernels/nn/attention_decode.hpp>
-#include <kamp/model/decoder.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/network/decoder.hpp>
+#include <kamp/model/network/generate.hpp>
+#include <kamp/model/network/sampling.hpp>
+#include <kamp/model/state/state_weights.hpp>
+#include <kamp/model/training/trainer.hpp>
 #include <kamp/numeric.hpp>
 
 #include "../support/catch.hpp"
 
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
+#include "../support/views.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -34,14 +39,15 @@ std::vector<std::vector<float>> decoded_logits(kamp::gpt_decoder<>& decoder, con
 }  // namespace
 
 // More positions than a GPU row has lanes (32 or 64), so lanes take several positions each.
-TEMPLATE_TEST_CASE("attention over a KV cache equals fp64 attention over the same keys and values",
-                   "[model][decoder]", float, kamp::bf16) {
+TEMPLATE_TEST_CASE("attention over a KV cache equals fp64 attention over the same keys and values", "[model][decoder]",
+                   float, kamp::bf16) {
   using T = TestType;
   const int heads = 3, d = 8, capacity = 70;
   using mem = space::memory_space;
   // q, k, v rows of every position, already in T: the reference reads the same values.
   Kokkos::View<T*, Kokkos::HostSpace> rows("rows", std::size_t(capacity) * 3 * heads * d);
-  for (std::size_t i = 0; i < rows.extent(0); ++i) rows(i) = kamp::from_float<T>(float(std::sin(0.37 * double(i) + 0.1)));
+  for (std::size_t i = 0; i < rows.extent(0); ++i)
+    rows(i) = kamp::from_float<T>(float(std::sin(0.37 * double(i) + 0.1)));
   Kokkos::View<T***, Kokkos::LayoutRight, mem> keys("k", heads, capacity, d), values("v", heads, capacity, d);
   Kokkos::View<float**, Kokkos::LayoutRight, mem> scores("s", heads, capacity);
   Kokkos::View<T**, Kokkos::LayoutRight, mem> probs("p", heads, capacity);
@@ -56,7 +62,8 @@ TEMPLATE_TEST_CASE("attention over a KV cache equals fp64 attention over the sam
   double worst = 0;
   for (int pos = 0; pos < capacity; ++pos) {
     const auto row = Kokkos::create_mirror_view_and_copy(
-        mem(), Kokkos::subview(rows, std::make_pair(std::size_t(pos) * 3 * heads * d, std::size_t(pos + 1) * 3 * heads * d)));
+        mem(),
+        Kokkos::subview(rows, std::make_pair(std::size_t(pos) * 3 * heads * d, std::size_t(pos + 1) * 3 * heads * d)));
     kamp::kv_cache_append(space(), Kokkos::View<const T*, mem>(row), keys, values, pos);
     kamp::attention_decode(space(), Kokkos::View<const T*, mem>(row), keys, values, pos, alpha, scores, probs, out);
     const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
@@ -83,17 +90,13 @@ TEMPLATE_TEST_CASE("attention over a KV cache equals fp64 attention over the sam
 }
 
 TEST_CASE("the KV-cache decoder's logits equal the full-context forward at every position", "[model][decoder]") {
-  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16,
-                             kamp::precision_mode::amp_fp16, kamp::precision_mode::pure_bf16);
+  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
+                             kamp::precision_mode::pure_bf16);
   CAPTURE(kamp::name(mode));
-  kamp::precision_policy policy;
-  policy.mode = mode;
+  const kamp::precision_policy policy = kamp::test::policy(mode);
   const auto shape = kamp::test::gpt_shape(24, 2, 2, 32, 64);
-  const kamp::token_dataset data(kamp::default_corpus(1 << 15), 0.1, shape.context, "test corpus");
-  kamp::train_options o;
-  o.batch = 2;
-  o.steps = 30;
-  o.lr = 3e-3f;
+  const kamp::token_dataset& data = kamp::test::corpus(shape, 1 << 15);
+  const kamp::train_options o = kamp::test::run_options(2, 30, 3e-3f);
   kamp::trainer t(shape, policy, o, data);
   for (int i = 0; i < o.steps; ++i) t.advance();
   t.reports();
@@ -131,13 +134,8 @@ TEST_CASE("greedy decoding of a model trained on a repeating text reproduces the
   while (text.size() < 8192) text += period;
   const auto shape = kamp::test::gpt_shape(32, 2, 2, 64, 128);
   const kamp::token_dataset data(text, 0.1, shape.context, "repeating text");
-  kamp::precision_policy policy;
-  policy.mode = kamp::precision_mode::amp_bf16;
-  kamp::train_options o;
-  o.batch = 8;
-  o.steps = 150;
-  o.lr = 3e-3f;
-  o.warmup = 10;
+  const kamp::precision_policy policy = kamp::test::policy(kamp::precision_mode::amp_bf16);
+  const kamp::train_options o = kamp::test::run_options(8, 150, 3e-3f, 10);
   kamp::trainer t(shape, policy, o, data);
   for (int i = 0; i < o.steps; ++i) t.advance();
   CHECK(t.reports().back().loss < 0.05);
@@ -195,7 +193,8 @@ TEST_CASE("the sampler draws each token with its softmax probability", "[model][
     std::vector<double> weight;
     for (const int v : order) sum += weight.emplace_back(std::exp(double(logits[v]) / 0.7));
     for (std::uint64_t n = 0; n < 200; ++n) {
-      const std::uint64_t bits = (std::uint64_t(kamp::counter_random(5, 2 * n)) << 32) | kamp::counter_random(5, 2 * n + 1);
+      const std::uint64_t bits =
+          (std::uint64_t(kamp::counter_random(5, 2 * n)) << 32) | kamp::counter_random(5, 2 * n + 1);
       const double u = double(bits >> 11) / 9007199254740992.0;
       double below = 0;
       int want = order.back();
@@ -221,11 +220,9 @@ TEST_CASE("the sampler draws each token with its softmax probability", "[model][
 
 TEST_CASE("the decoder refuses tokens outside the vocabulary and a full cache", "[model][decoder]") {
   const auto shape = kamp::test::gpt_shape(4, 1, 1, 8, 16);
-  kamp::precision_policy policy;
-  policy.mode = kamp::precision_mode::fp32;
+  const kamp::precision_policy policy = kamp::test::policy(kamp::precision_mode::fp32);
   const auto w = kamp::gpt2_initial_weights(shape, 1);
-  const Kokkos::View<float*, space::memory_space> weights("w", w.size());
-  Kokkos::deep_copy(weights, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(w.data(), w.size()));
+  const auto weights = kamp::test::to_device<float, space>(w, "w");
   kamp::gpt_decoder<> decoder(shape, policy);
   CHECK_THROWS_WITH(decoder.advance(1), kamp::test::contains("bind_weights"));
   const kamp::weights_ref ref{kamp::dtype::fp32, weights.data()};

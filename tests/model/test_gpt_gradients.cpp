@@ -1,14 +1,17 @@
 // The whole model's backward pass (every layer, tied embedding included) against central
 // finite differences of its loss, in fp64: kamp::gpt<double> runs every op in fp64.
-#include <kamp/model/gpt.hpp>
+#include <kamp/model/network/gpt.hpp>
 
 #include "../support/catch.hpp"
 
 #include "../support/execution_spaces.hpp"
 #include "../support/finite_differences.hpp"
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
+#include "../support/views.hpp"
 
 #include <random>
+#include <vector>
 
 namespace {
 
@@ -28,14 +31,25 @@ std::vector<double> random_weights(const kamp::gpt_parameters& p, unsigned seed)
   return w;
 }
 
+// `n` random tokens, then `n` random targets, from one generator seeded with `seed`.
+struct token_batch {
+  std::vector<int> tokens, targets;
+};
+token_batch random_batch(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  token_batch b{std::vector<int>(n), std::vector<int>(n)};
+  for (auto& t : b.tokens) t = int(rng() % 256);
+  for (auto& t : b.targets) t = int(rng() % 256);
+  return b;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("the fp64 GPT's gradient of every tensor matches finite differences", "[model]",
                    KAMP_TEST_EXECUTION_SPACES) {
   using model_type = kamp::gpt<double, TestType>;
   const kamp::gpt_config config = kamp::test::gpt_shape(8, 2, 2, 16, 32);
-  kamp::precision_policy policy;
-  policy.mode = kamp::precision_mode::fp32;
+  const kamp::precision_policy policy = kamp::test::policy(kamp::precision_mode::fp32);
   const int batch = 2;
   model_type model(config, policy, batch, TestType());
   const auto& table = model.table();
@@ -43,26 +57,23 @@ TEMPLATE_TEST_CASE("the fp64 GPT's gradient of every tensor matches finite diffe
   auto weights = random_weights(model.parameters(), 7);
   Kokkos::View<double*, typename model_type::memory_space> device("weights", weights.size());
   const auto upload = [&] {
-    Kokkos::deep_copy(device,
-                      Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(weights.data(), weights.size()));
+    Kokkos::deep_copy(device, Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(weights.data(),
+                                                                                                      weights.size()));
   };
   upload();
   model.bind_weights({kamp::dtype::fp64, device.data()}, {kamp::dtype::fp64, device.data()});
 
-  std::mt19937 rng(3);
-  std::vector<int> tokens(batch * config.context), targets(tokens.size());
-  for (auto& t : tokens) t = int(rng() % 256);
-  for (auto& t : targets) t = int(rng() % 256);
+  const token_batch in = random_batch(std::size_t(batch) * config.context, 3);
 
   Kokkos::deep_copy(model.grads(), 0.0);
-  const double loss = model.forward_backward(tokens.data(), targets.data(), 1.0);
-  CHECK(loss == Approx(model.evaluate(tokens.data(), targets.data())).epsilon(1e-15));
+  const double loss = model.forward_backward(in.tokens.data(), in.targets.data(), 1.0);
+  CHECK(loss == Approx(model.evaluate(in.tokens.data(), in.targets.data())).epsilon(1e-15));
   const auto grads = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model.grads());
   const std::vector<double> g(grads.data(), grads.data() + grads.extent(0));
 
   const auto f = [&] {
     upload();
-    return model.evaluate(tokens.data(), targets.data());
+    return model.evaluate(in.tokens.data(), in.targets.data());
   };
   std::vector<std::size_t> all;
   for (std::size_t i = 0; i < table.count(); ++i) {
@@ -81,30 +92,22 @@ TEMPLATE_TEST_CASE("the fp64 GPT's gradient of every tensor matches finite diffe
 TEMPLATE_TEST_CASE("the fp32 GPT's loss and gradients agree with the fp64 model on every execution space", "[model]",
                    KAMP_TEST_EXECUTION_SPACES) {
   const kamp::gpt_config config = kamp::test::gpt_shape(8, 2, 2, 16, 32);
-  kamp::precision_policy policy;
-  policy.mode = kamp::precision_mode::fp32;
+  const kamp::precision_policy policy = kamp::test::policy(kamp::precision_mode::fp32);
   const int batch = 2;
   kamp::gpt<double, TestType> reference(config, policy, batch, TestType());
   kamp::gpt<float, TestType> model(config, policy, batch, TestType());
   const auto weights = random_weights(reference.parameters(), 11);
   const std::vector<float> narrow(weights.begin(), weights.end());
   const std::vector<double> exact(narrow.begin(), narrow.end());  // the same values in both
-  using memory = typename TestType::memory_space;
-  Kokkos::View<double*, memory> wide("wide", exact.size());
-  Kokkos::View<float*, memory> single("single", narrow.size());
-  Kokkos::deep_copy(wide, Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(exact.data(), exact.size()));
-  Kokkos::deep_copy(single,
-                    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(narrow.data(), narrow.size()));
+  const auto wide = kamp::test::to_device<double, TestType>(exact, "wide");
+  const auto single = kamp::test::to_device<float, TestType>(narrow, "single");
   reference.bind_weights({kamp::dtype::fp64, wide.data()}, {kamp::dtype::fp64, wide.data()});
   model.bind_weights({kamp::dtype::fp32, single.data()}, {kamp::dtype::fp32, single.data()});
-  std::mt19937 rng(5);
-  std::vector<int> tokens(batch * config.context), targets(tokens.size());
-  for (auto& t : tokens) t = int(rng() % 256);
-  for (auto& t : targets) t = int(rng() % 256);
+  const token_batch in = random_batch(std::size_t(batch) * config.context, 5);
   Kokkos::deep_copy(reference.grads(), 0.0);
   Kokkos::deep_copy(model.grads(), 0.0f);
-  const double want = reference.forward_backward(tokens.data(), targets.data(), 1.0);
-  const double got = model.forward_backward(tokens.data(), targets.data(), 1.0);
+  const double want = reference.forward_backward(in.tokens.data(), in.targets.data(), 1.0);
+  const double got = model.forward_backward(in.tokens.data(), in.targets.data(), 1.0);
   CHECK(got == Approx(want).epsilon(1e-5));
   const auto g64 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), reference.grads());
   const auto g32 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model.grads());

@@ -1,45 +1,38 @@
 // The memory planner: the seeds' arithmetic, the bytes per parameter of each mode, sharding,
 // and agreement with what kamp actually allocates (measured through Kokkos' tool callbacks).
-#include <kamp/model/memory_plan.hpp>
-#include <kamp/model/memory_tracker.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/precision/memory_plan.hpp>
+#include <kamp/model/precision/memory_tracker.hpp>
+#include <kamp/model/training/trainer.hpp>
 
 #include "../support/catch.hpp"
 
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
 
-namespace {
-
-kamp::precision_policy mode(kamp::precision_mode m, kamp::pure_bf16_update u = kamp::pure_bf16_update::kahan) {
-  kamp::precision_policy p;
-  p.mode = m;
-  p.update = u;
-  return p;
-}
-
-}  // namespace
+using kamp::test::policy;
 
 TEST_CASE("the seeds' arithmetic: 70B parameters are 280 GB in fp32, 140 GB in bf16, 8.75 GB over 16 shards",
           "[model][plan]") {
-  CHECK(kamp::plan_state(70e9, mode(kamp::precision_mode::fp32)).parameters == 280e9);
-  CHECK(kamp::plan_state(70e9, mode(kamp::precision_mode::pure_bf16)).parameters == 140e9);
-  CHECK(kamp::plan_state(70e9, mode(kamp::precision_mode::pure_bf16), 16, kamp::sharding::parameters).parameters ==
+  CHECK(kamp::plan_state(70e9, policy(kamp::precision_mode::fp32)).parameters == 280e9);
+  CHECK(kamp::plan_state(70e9, policy(kamp::precision_mode::pure_bf16)).parameters == 140e9);
+  CHECK(kamp::plan_state(70e9, policy(kamp::precision_mode::pure_bf16), 16, kamp::sharding::parameters).parameters ==
         8.75e9);
   // What those figures leave out: AMP keeps fp32 master and moments beside the bf16 copy.
-  const auto amp = kamp::bytes_per_parameter(mode(kamp::precision_mode::amp_bf16));
+  const auto amp = kamp::bytes_per_parameter(policy(kamp::precision_mode::amp_bf16));
   CHECK(amp.parameters == 2);
   CHECK(amp.gradients == 4);
   CHECK(amp.master == 4);
   CHECK(amp.optimizer == 8);
   CHECK(amp.total() == 18);
-  CHECK(kamp::bytes_per_parameter(mode(kamp::precision_mode::fp32)).total() == 16);
-  CHECK(kamp::bytes_per_parameter(mode(kamp::precision_mode::pure_bf16)).total() == 12);
-  CHECK(kamp::bytes_per_parameter(mode(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic)).total() ==
-        10);
+  CHECK(kamp::bytes_per_parameter(policy(kamp::precision_mode::fp32)).total() == 16);
+  CHECK(kamp::bytes_per_parameter(policy(kamp::precision_mode::pure_bf16)).total() == 12);
+  CHECK(
+      kamp::bytes_per_parameter(policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic)).total() ==
+      10);
 }
 
 TEST_CASE("sharding divides what each ZeRO stage splits by the number of ranks", "[model][plan]") {
-  const auto p = mode(kamp::precision_mode::amp_bf16);
+  const auto p = policy(kamp::precision_mode::amp_bf16);
   const auto one = kamp::plan_state(1e9, p);
   for (const int shards : {2, 4, 8}) {
     const auto z1 = kamp::plan_state(1e9, p, shards, kamp::sharding::optimizer);
@@ -55,16 +48,14 @@ TEST_CASE("sharding divides what each ZeRO stage splits by the number of ranks",
   }
 }
 
-TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' allocation callbacks",
-          "[model][plan]") {
-  const auto p = GENERATE(mode(kamp::precision_mode::fp32), mode(kamp::precision_mode::amp_bf16),
-                          mode(kamp::precision_mode::amp_fp16), mode(kamp::precision_mode::pure_bf16),
-                          mode(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
+TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' allocation callbacks", "[model][plan]") {
+  const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
+                          policy(kamp::precision_mode::amp_fp16), policy(kamp::precision_mode::pure_bf16),
+                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
   INFO(kamp::name(p.mode) << " " << kamp::name(p.update));
-  const kamp::gpt_config config = kamp::test::gpt_shape(32, 2, 2, 64, 256);
-  static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, 32, "test corpus");
-  kamp::train_options o;
-  o.batch = 4;
+  const kamp::gpt_config config = kamp::test::tiny_model();
+  const kamp::token_dataset& data = kamp::test::corpus(config);
+  const kamp::train_options o = kamp::test::run_options(4);
   const kamp::memory_tracker memory;
   kamp::trainer t(config, p, o, data);
   t.step();
@@ -80,9 +71,9 @@ TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' a
 
 TEST_CASE("16-bit layers halve their activation buffers; an fp32 override keeps its layer's", "[model][plan]") {
   const kamp::gpt_config config = kamp::test::gpt_shape(64, 2, 2, 64, 256);
-  const double fp32 = kamp::plan_memory(config, mode(kamp::precision_mode::fp32), 8).activations;
-  const double bf16 = kamp::plan_memory(config, mode(kamp::precision_mode::amp_bf16), 8).activations;
-  auto overridden = mode(kamp::precision_mode::amp_bf16);
+  const double fp32 = kamp::plan_memory(config, policy(kamp::precision_mode::fp32), 8).activations;
+  const double bf16 = kamp::plan_memory(config, policy(kamp::precision_mode::amp_bf16), 8).activations;
+  auto overridden = policy(kamp::precision_mode::amp_bf16);
   overridden.fp32_layers = {"h1.mlp"};
   const double mixed = kamp::plan_memory(config, overridden, 8).activations;
   CHECK(bf16 < 0.8 * fp32);

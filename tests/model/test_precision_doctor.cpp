@@ -1,10 +1,11 @@
 // The precision doctor: each diagnosis is triggered by a scenario built for it, and its
 // recommendation is checked to name the remedy (and, for the layer override, to work).
-#include <kamp/model/doctor.hpp>
+#include <kamp/model/precision/doctor.hpp>
 #include <kamp/numeric/convert.hpp>
 
 #include "../support/catch.hpp"
 
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
 #include "../support/training_states.hpp"
 
@@ -13,29 +14,13 @@
 
 namespace {
 
-kamp::gpt_config two_layers() { return kamp::test::gpt_shape(16, 2, 2, 32, 64); }
+using kamp::test::corpus;
+using kamp::test::policy;
 
-kamp::train_options options(float lr = 2e-3f) {
-  kamp::train_options o;
-  o.batch = 4;
-  o.steps = 10;
-  o.lr = lr;
-  o.warmup = 0;
-  o.seed = 3;
-  return o;
-}
+const kamp::gpt_config two_layers = kamp::test::small_model(2);
 
-const kamp::token_dataset& corpus() {
-  static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, two_layers().context, "test corpus");
-  return data;
-}
-
-kamp::precision_policy policy(kamp::precision_mode mode, std::vector<std::string> fp32_layers = {}) {
-  kamp::precision_policy p;
-  p.mode = mode;
-  p.fp32_layers = std::move(fp32_layers);
-  return p;
-}
+// The runs of this file: batch 4, 10 steps, peak learning rate `lr` from the first step, seed 3.
+kamp::train_options options(float lr = 2e-3f) { return kamp::test::run_options(4, 10, lr, 0, 3); }
 
 // Multiplies the exact weights of `tensor` by `factor` and rounds the model copy from them, as
 // a run whose weights grew would hold them.
@@ -53,8 +38,8 @@ kamp::training_state scaled(kamp::training_state s, const std::string& tensor, f
     const float w = float(kamp::element(*exact, i)) * factor;
     if (exact->type == kamp::dtype::fp32) std::memcpy(exact->bytes.data() + 4 * i, &w, 4);
     if (copy != exact) {
-      const auto rounded = copy->type == kamp::dtype::fp16 ? kamp::from_float<kamp::fp16>(w).bits
-                                                           : kamp::from_float<kamp::bf16>(w).bits;
+      const auto rounded =
+          copy->type == kamp::dtype::fp16 ? kamp::from_float<kamp::fp16>(w).bits : kamp::from_float<kamp::bf16>(w).bits;
       std::memcpy(copy->bytes.data() + 2 * i, &rounded, 2);
     }
   }
@@ -62,15 +47,16 @@ kamp::training_state scaled(kamp::training_state s, const std::string& tensor, f
 }
 
 bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
 }
 
 }  // namespace
 
 TEST_CASE("a healthy step has no finding, and diagnosing leaves the run unchanged", "[model][doctor]") {
-  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16,
-                             kamp::precision_mode::amp_fp16, kamp::precision_mode::pure_bf16);
-  kamp::trainer t(two_layers(), policy(mode), options(), corpus());
+  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
+                             kamp::precision_mode::pure_bf16);
+  kamp::trainer t(two_layers, policy(mode), options(), corpus(two_layers));
   t.step();
   const kamp::training_state before = t.state();
   const kamp::diagnosis d = kamp::diagnose(t);
@@ -82,14 +68,14 @@ TEST_CASE("a healthy step has no finding, and diagnosing leaves the run unchange
   // Every op of both passes was observed: per block 9 forward and 8 backward, 3 + 3 for the head.
   CHECK(d.ops.size() == 2 * (9 + 8) + 3 + 3);
   // The next step after diagnosing is the step that would have come anyway.
-  kamp::trainer twin(two_layers(), policy(mode), options(), corpus());
+  kamp::trainer twin(two_layers, policy(mode), options(), corpus(two_layers));
   twin.step();
   CHECK(t.step().loss == twin.step().loss);
 }
 
 TEST_CASE("one layer beyond fp16 in amp_fp16: the doctor names it, and overriding it to fp32 cures it",
           "[model][doctor]") {
-  kamp::trainer t(two_layers(), policy(kamp::precision_mode::amp_fp16), options(), corpus());
+  kamp::trainer t(two_layers, policy(kamp::precision_mode::amp_fp16), options(), corpus(two_layers));
   // Weights x 4e5 still fit fp16 (|w| < 4e4); the layer's pre-activations (~1.7e5) do not.
   const kamp::training_state grown = scaled(t.state(), "h0.mlp.fc.weight", 4e5f);
   t.restore(grown);
@@ -104,7 +90,9 @@ TEST_CASE("one layer beyond fp16 in amp_fp16: the doctor names it, and overridin
   CHECK(d.beyond_fp16.front().range.max_abs > 65504);
   CHECK(mentions(d.recommendations, "--fp32-layers h0.mlp"));
 
-  kamp::trainer cured(two_layers(), policy(kamp::precision_mode::amp_fp16, {"h0.mlp"}), options(), corpus());
+  kamp::precision_policy cure = policy(kamp::precision_mode::amp_fp16);
+  cure.fp32_layers = {"h0.mlp"};
+  kamp::trainer cured(two_layers, cure, options(), corpus(two_layers));
   cured.restore(grown);
   const kamp::diagnosis after = kamp::diagnose(cured);
   INFO(kamp::report(after));
@@ -115,7 +103,7 @@ TEST_CASE("one layer beyond fp16 in amp_fp16: the doctor names it, and overridin
 
 TEST_CASE("several layers beyond fp16: the doctor recommends bf16, and the residual stream LayerNorm in fp32",
           "[model][doctor]") {
-  kamp::trainer t(two_layers(), policy(kamp::precision_mode::amp_bf16), options(), corpus());
+  kamp::trainer t(two_layers, policy(kamp::precision_mode::amp_bf16), options(), corpus(two_layers));
   // Also the MLP's output projection: the residual stream itself then leaves fp16's range.
   t.restore(scaled(scaled(scaled(t.state(), "h0.mlp.fc.weight", 4e5f), "h1.attn.qkv.weight", 4e5f),
                    "h0.mlp.proj.weight", 100.0f));
@@ -127,19 +115,18 @@ TEST_CASE("several layers beyond fp16: the doctor recommends bf16, and the resid
   CHECK(mentions(d.recommendations, "stay with bf16 or fp32"));
   CHECK(mentions(d.recommendations, "LayerNorm"));
 
-  kamp::trainer fp16(two_layers(), policy(kamp::precision_mode::amp_fp16), options(), corpus());
+  kamp::trainer fp16(two_layers, policy(kamp::precision_mode::amp_fp16), options(), corpus(two_layers));
   fp16.restore(scaled(scaled(fp16.state(), "h0.mlp.fc.weight", 4e5f), "h1.attn.qkv.weight", 4e5f));
   const kamp::diagnosis f = kamp::diagnose(fp16);
   INFO(kamp::report(f));
   CHECK(mentions(f.recommendations, "--mode amp_bf16"));
 }
 
-TEST_CASE("gradients below fp16's range at a small loss scale: the doctor says to raise the scale",
-          "[model][doctor]") {
+TEST_CASE("gradients below fp16's range at a small loss scale: the doctor says to raise the scale", "[model][doctor]") {
   auto o = options();
   o.scaler.init_scale = 1.0f / 65536;
   o.scaler.dynamic = false;
-  kamp::trainer t(two_layers(), policy(kamp::precision_mode::amp_fp16), o, corpus());
+  kamp::trainer t(two_layers, policy(kamp::precision_mode::amp_fp16), o, corpus(two_layers));
   const kamp::diagnosis d = kamp::diagnose(t);
   INFO(kamp::report(d));
   CHECK(d.gradient_underflow_fp16 > 0.01);
@@ -147,14 +134,14 @@ TEST_CASE("gradients below fp16's range at a small loss scale: the doctor says t
 }
 
 TEST_CASE("updates below half a bf16 ulp: the doctor says to keep master weights or Kahan", "[model][doctor]") {
-  kamp::trainer t(two_layers(), policy(kamp::precision_mode::amp_bf16), options(1e-7f), corpus());
+  kamp::trainer t(two_layers, policy(kamp::precision_mode::amp_bf16), options(1e-7f), corpus(two_layers));
   const kamp::diagnosis d = kamp::diagnose(t);
   INFO(kamp::report(d));
   REQUIRE(d.swallowed_updates_bf16);
   CHECK(*d.swallowed_updates_bf16 > 0.9);
   CHECK(mentions(d.recommendations, "keep FP32 master weights"));
 
-  kamp::trainer pure(two_layers(), policy(kamp::precision_mode::pure_bf16), options(1e-7f), corpus());
+  kamp::trainer pure(two_layers, policy(kamp::precision_mode::pure_bf16), options(1e-7f), corpus(two_layers));
   const kamp::diagnosis p = kamp::diagnose(pure);
   INFO(kamp::report(p));
   REQUIRE(p.swallowed_updates_bf16);
@@ -163,7 +150,7 @@ TEST_CASE("updates below half a bf16 ulp: the doctor says to keep master weights
 
 TEST_CASE("a value that overflows even fp32: the doctor names the first op and says the run diverged",
           "[model][doctor]") {
-  kamp::trainer t(two_layers(), policy(kamp::precision_mode::fp32), options(), corpus());
+  kamp::trainer t(two_layers, policy(kamp::precision_mode::fp32), options(), corpus(two_layers));
   // LayerNorm gains x 1e30 and weights x 1e10: the product overflows fp32 in the GEMM.
   t.restore(scaled(scaled(t.state(), "h1.ln2.weight", 1e30f), "h1.mlp.fc.weight", 1e10f));
   const kamp::diagnosis d = kamp::diagnose(t);

@@ -3,11 +3,12 @@
 // what a GPU needs: a steady-state step never waits for the host, and the launches per layer
 // do not grow with the number of heads.
 #include <kamp/kernels/gemm.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/training/trainer.hpp>
 #include <kamp/tools/launch_counter.hpp>
 
 #include "../support/catch.hpp"
 
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
 
 #include <string>
@@ -17,20 +18,14 @@ namespace {
 
 using tally = kamp::launch_tally;
 
-const kamp::token_dataset& corpus() {
-  static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, 16, "test corpus");
-  return data;
-}
+// The runs of this file: micro-batches of 2 sequences, 10 steps, kamp's other defaults.
+kamp::train_options launch_run() { return kamp::test::run_options(2, 10); }
 
 /// One steady-state step (after two that create the vendors' plans and workspaces) of a small
 /// model with `layers` and `heads`.
 tally steady_step(kamp::precision_mode mode, int layers, int heads) {
-  kamp::precision_policy policy;
-  policy.mode = mode;
-  kamp::train_options o;
-  o.batch = 2;
-  o.steps = 10;
-  kamp::trainer t(kamp::test::gpt_shape(16, layers, heads, 32, 64), policy, o, corpus());
+  const kamp::gpt_config model = kamp::test::small_model(layers, heads);
+  kamp::trainer t(model, kamp::test::policy(mode), launch_run(), kamp::test::corpus(model));
   t.advance();
   t.advance();
   t.reports();
@@ -48,9 +43,11 @@ std::string promised_path(const std::string& region) {
   using space = kamp::gpt<float>::execution_space;
   const std::string types = region.substr(region.find(',') + 1);
   if (types == "fp32,fp32,fp32]") return kamp::gemm_path_on_this_machine<space, float, float, float>().path;
-  if (types == "bf16,bf16,bf16]") return kamp::gemm_path_on_this_machine<space, kamp::bf16, kamp::bf16, kamp::bf16>().path;
+  if (types == "bf16,bf16,bf16]")
+    return kamp::gemm_path_on_this_machine<space, kamp::bf16, kamp::bf16, kamp::bf16>().path;
   if (types == "bf16,bf16,fp32]") return kamp::gemm_path_on_this_machine<space, kamp::bf16, kamp::bf16, float>().path;
-  if (types == "fp16,fp16,fp16]") return kamp::gemm_path_on_this_machine<space, kamp::fp16, kamp::fp16, kamp::fp16>().path;
+  if (types == "fp16,fp16,fp16]")
+    return kamp::gemm_path_on_this_machine<space, kamp::fp16, kamp::fp16, kamp::fp16>().path;
   if (types == "fp16,fp16,fp32]") return kamp::gemm_path_on_this_machine<space, kamp::fp16, kamp::fp16, float>().path;
   return "unexpected types " + types;
 }
@@ -69,12 +66,8 @@ TEST_CASE("a steady-state training step neither waits for nor copies from the ho
 }
 
 TEST_CASE("reading the reports is where a run waits, once for many steps", "[model][launches]") {
-  kamp::precision_policy policy;
-  policy.mode = kamp::precision_mode::amp_bf16;
-  kamp::train_options o;
-  o.batch = 2;
-  o.steps = 10;
-  kamp::trainer t(kamp::test::gpt_shape(16, 1, 2, 32, 64), policy, o, corpus());
+  const kamp::gpt_config model = kamp::test::small_model();
+  kamp::trainer t(model, kamp::test::policy(kamp::precision_mode::amp_bf16), launch_run(), kamp::test::corpus(model));
   t.advance();
   t.reports();
   std::vector<kamp::step_report> read;

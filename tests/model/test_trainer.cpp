@@ -1,8 +1,9 @@
 // Training behaviour of the whole loop in every precision mode, on a tiny model.
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/training/trainer.hpp>
 
 #include "../support/catch.hpp"
 
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
 
 #include <cmath>
@@ -15,28 +16,12 @@
 
 namespace {
 
-kamp::gpt_config tiny_model() { return kamp::test::gpt_shape(32, 2, 2, 64, 256); }
+using kamp::test::policy;
+using kamp::test::tiny_corpus;
+using kamp::test::tiny_model;
 
-kamp::train_options tiny_run(int steps) {
-  kamp::train_options o;
-  o.batch = 8;
-  o.steps = steps;
-  o.lr = 2e-3f;
-  o.warmup = 10;
-  o.seed = 5;
-  return o;
-}
-
-const kamp::token_dataset& corpus() {
-  static const kamp::token_dataset data(kamp::default_corpus(1 << 18), 0.1, tiny_model().context, "test corpus");
-  return data;
-}
-
-kamp::precision_policy policy(kamp::precision_mode mode) {
-  kamp::precision_policy p;
-  p.mode = mode;
-  return p;
-}
+// The runs of this file: batch 8, peak learning rate 2e-3 after 10 warm-up steps, seed 5.
+kamp::train_options tiny_run(int steps) { return kamp::test::run_options(8, steps, 2e-3f, 10, 5); }
 
 // Trains until `steps` optimizer steps are taken; returns the mean loss of the last 10.
 double train(kamp::trainer& t) {
@@ -53,13 +38,13 @@ double train(kamp::trainer& t) {
 }  // namespace
 
 TEST_CASE("the loss of a tiny model falls in every precision mode", "[model][train]") {
-  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16,
-                             kamp::precision_mode::amp_fp16, kamp::precision_mode::pure_bf16);
+  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
+                             kamp::precision_mode::pure_bf16);
   auto p = policy(mode);
   p.update = GENERATE(kamp::pure_bf16_update::kahan, kamp::pure_bf16_update::stochastic);
   if (mode != kamp::precision_mode::pure_bf16 && p.update == kamp::pure_bf16_update::stochastic) return;
   INFO(kamp::name(mode) << " " << kamp::name(p.update));
-  kamp::trainer t(tiny_model(), p, tiny_run(150), corpus());
+  kamp::trainer t(tiny_model(), p, tiny_run(150), tiny_corpus());
   const double initial = t.validation_loss(4);
   CHECK(initial == Approx(std::log(256.0)).epsilon(0.05));  // an untrained model is nearly uniform
   const double final_loss = train(t);
@@ -76,7 +61,7 @@ TEST_CASE("amp_bf16 and amp_fp16 end within 1% of fp32 on the default data", "[m
   const auto final_loss = [](kamp::precision_mode mode) {
     auto options = tiny_run(300);
     options.lr = 1e-3f;
-    kamp::trainer t(tiny_model(), policy(mode), options, corpus());
+    kamp::trainer t(tiny_model(), policy(mode), options, tiny_corpus());
     train(t);
     return t.validation_loss(16);
   };
@@ -90,7 +75,7 @@ TEST_CASE("amp_bf16 and amp_fp16 end within 1% of fp32 on the default data", "[m
 
 TEST_CASE("an overflowing step is skipped: weights bitwise unchanged, scale backed off, schedule held",
           "[model][train]") {
-  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_fp16), tiny_run(10), corpus());
+  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_fp16), tiny_run(10), tiny_corpus());
   for (int i = 0; i < 3; ++i) REQUIRE_FALSE(t.step().skipped);
   const auto weights = t.exact_weights();
   const auto copy = t.model_copy_bits();
@@ -114,7 +99,7 @@ TEST_CASE("an overflowing step is skipped: weights bitwise unchanged, scale back
 TEST_CASE("a layer overridden to fp32 really computes in fp32", "[model][precision]") {
   auto p = policy(kamp::precision_mode::amp_bf16);
   p.fp32_layers = {"h1.mlp"};
-  kamp::trainer t(tiny_model(), p, tiny_run(5), corpus());
+  kamp::trainer t(tiny_model(), p, tiny_run(5), tiny_corpus());
   t.step();
   t.step();
   CHECK(t.model().activation_dtype("h1.mlp") == kamp::dtype::fp32);
@@ -136,13 +121,13 @@ TEST_CASE("a layer overridden to fp32 really computes in fp32", "[model][precisi
   // With every layer overridden, amp_bf16 computes exactly what fp32 computes.
   auto all = policy(kamp::precision_mode::amp_bf16);
   all.fp32_layers = tiny_model().layer_names();
-  kamp::trainer amp(tiny_model(), all, tiny_run(3), corpus());
-  kamp::trainer fp32(tiny_model(), policy(kamp::precision_mode::fp32), tiny_run(3), corpus());
+  kamp::trainer amp(tiny_model(), all, tiny_run(3), tiny_corpus());
+  kamp::trainer fp32(tiny_model(), policy(kamp::precision_mode::fp32), tiny_run(3), tiny_corpus());
   for (int i = 0; i < 3; ++i) CHECK(amp.step().loss == fp32.step().loss);
 
   auto bad = policy(kamp::precision_mode::amp_bf16);
   bad.fp32_layers = {"h7.mlp"};
-  CHECK_THROWS_WITH(kamp::trainer(tiny_model(), bad, tiny_run(3), corpus()),
+  CHECK_THROWS_WITH(kamp::trainer(tiny_model(), bad, tiny_run(3), tiny_corpus()),
                     kamp::test::contains("fp32 override 'h7.mlp' names no layer"));
 }
 
@@ -150,7 +135,7 @@ TEST_CASE("training is deterministic for a seed", "[model][train]") {
   const auto losses = [](std::uint64_t seed) {
     auto o = tiny_run(5);
     o.seed = seed;
-    kamp::trainer t(tiny_model(), policy(kamp::precision_mode::pure_bf16), o, corpus());
+    kamp::trainer t(tiny_model(), policy(kamp::precision_mode::pure_bf16), o, tiny_corpus());
     std::vector<double> out;
     for (int i = 0; i < 5; ++i) out.push_back(t.step().loss);
     out.push_back(t.validation_loss(2));
@@ -163,13 +148,14 @@ TEST_CASE("training is deterministic for a seed", "[model][train]") {
 TEST_CASE("bad configurations are rejected before anything is allocated", "[model]") {
   auto c = tiny_model();
   c.d_model = 63;
-  CHECK_THROWS_WITH(kamp::trainer(c, policy(kamp::precision_mode::fp32), tiny_run(1), corpus()),
+  CHECK_THROWS_WITH(kamp::trainer(c, policy(kamp::precision_mode::fp32), tiny_run(1), tiny_corpus()),
                     kamp::test::contains("d_model 63 is not a positive multiple of heads 2"));
   auto o = tiny_run(1);
   o.lr = -1;
-  CHECK_THROWS_WITH(kamp::trainer(tiny_model(), policy(kamp::precision_mode::fp32), o, corpus()),
+  CHECK_THROWS_WITH(kamp::trainer(tiny_model(), policy(kamp::precision_mode::fp32), o, tiny_corpus()),
                     kamp::test::contains("lr must be finite and > 0"));
-  CHECK_THROWS_WITH(kamp::token_dataset("short text", 0.1, 32, "inline"), kamp::test::contains("each part needs at least"));
+  CHECK_THROWS_WITH(kamp::token_dataset("short text", 0.1, 32, "inline"),
+                    kamp::test::contains("each part needs at least"));
   CHECK_THROWS_WITH(kamp::token_dataset::from_path("/nonexistent/corpus.txt", 0.1, 32),
                     kamp::test::contains("cannot open '/nonexistent/corpus.txt'"));
 }
@@ -204,7 +190,7 @@ TEST_CASE("the device-side schedule gives each step warm-up then cosine decay", 
   auto o = tiny_run(9);
   o.warmup = 3;
   o.min_lr_ratio = 0.25f;
-  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_bf16), o, corpus());
+  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_bf16), o, tiny_corpus());
   // The reference in fp64: (s + 1)/warmup · peak, then floor + (peak − floor)(1 + cos(π p))/2.
   const double peak = o.lr, floor = peak * o.min_lr_ratio;
   for (int s = 0; s < o.steps; ++s) {

@@ -5,8 +5,8 @@
 
 #include "world.hpp"
 
-#include <Kokkos_Core.hpp>
 #include <mpi.h>
+#include <Kokkos_Core.hpp>
 
 #include <optional>
 

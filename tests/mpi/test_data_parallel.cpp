@@ -1,14 +1,16 @@
 // Data-parallel training on the ranks of mpirun, at each sharding level: equivalence with one
 // process, identical model copies, agreement on skipped steps, checkpoints written in parallel
 // and resharded N -> M, per-rank memory.
-#include <kamp/model/checkpoint.hpp>
-#include <kamp/model/memory_plan.hpp>
-#include <kamp/model/memory_tracker.hpp>
-#include <kamp/model/trainer.hpp>
+#include <kamp/model/precision/memory_plan.hpp>
+#include <kamp/model/precision/memory_tracker.hpp>
+#include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/training/trainer.hpp>
 
 #include "../support/catch.hpp"
 
+#include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
+#include "../support/training_states.hpp"
 #include "world.hpp"
 
 #include <hdf5.h>
@@ -24,38 +26,15 @@
 
 namespace {
 
+using kamp::test::policy;
+using kamp::test::same_state;
+using kamp::test::tiny_corpus;
+using kamp::test::tiny_model;
 using kamp::test::world;
 
-kamp::gpt_config tiny_model() { return kamp::test::gpt_shape(32, 2, 2, 64, 256); }
-
-// Per-rank batch 4: one process takes batch 4 x ranks.
-kamp::train_options run_options(int batch, int steps) {
-  kamp::train_options o;
-  o.batch = batch;
-  o.steps = steps;
-  o.lr = 2e-3f;
-  o.warmup = 5;
-  o.seed = 11;
-  return o;
-}
-
-const kamp::token_dataset& corpus() {
-  static const kamp::token_dataset data(kamp::default_corpus(1 << 18), 0.1, tiny_model().context, "test corpus");
-  return data;
-}
-
-const kamp::token_dataset& corpus16() {
-  static const kamp::token_dataset data(kamp::default_corpus(1 << 16), 0.1, 16, "test corpus");
-  return data;
-}
-
-kamp::precision_policy policy(kamp::precision_mode mode,
-                              kamp::pure_bf16_update update = kamp::pure_bf16_update::kahan) {
-  kamp::precision_policy p;
-  p.mode = mode;
-  p.update = update;
-  return p;
-}
+// The runs of this file: peak learning rate 2e-3 after 5 warm-up steps, seed 11. A rank takes
+// `batch` sequences; one process, to compare with, takes `batch` x ranks.
+kamp::train_options run_options(int batch, int steps) { return kamp::test::run_options(batch, steps, 2e-3f, 5, 11); }
 
 std::vector<unsigned char> as_bytes(const std::vector<std::uint32_t>& v) {
   std::vector<unsigned char> b(v.size() * sizeof(std::uint32_t));
@@ -70,21 +49,10 @@ bool same_on_all_ranks(const std::vector<unsigned char>& mine) {
   return world().all(root == mine);
 }
 
-bool same_state(const kamp::training_state& a, const kamp::training_state& b) {
-  if (a.steps_taken != b.steps_taken || a.attempts != b.attempts ||
-      std::memcmp(&a.scaler, &b.scaler, sizeof a.scaler) != 0 || a.tensors.size() != b.tensors.size())
-    return false;
-  for (std::size_t i = 0; i < a.tensors.size(); ++i)
-    if (a.tensors[i].role != b.tensors[i].role || a.tensors[i].type != b.tensors[i].type ||
-        a.tensors[i].bytes != b.tensors[i].bytes)
-      return false;
-  return true;
-}
-
 // Every rank holds its shard of `expected` (a whole state); the verdict is shared so that every
 // rank asserts the same.
 bool state_is(const kamp::trainer& t, const kamp::training_state& expected) {
-  return world().all(same_state(t.state(), kamp::slice_of(expected, {t.shard().first, t.shard().second})));
+  return world().all(same_state(t.state(), kamp::slice_of(expected, t.shard())));
 }
 
 const char* level_name(kamp::sharding level) { return kamp::name(level); }
@@ -126,7 +94,8 @@ TEST_CASE("N ranks with batch B take the steps of one process with batch N x B",
                              variant{policy(kamp::precision_mode::pure_bf16), kamp::dtype::fp32, 5e-4, 2e-2});
   // Sharded gradients are summed over the ranks per micro-batch and unit, the others once per
   // step: the same fp32 additions in another order, within the same tolerances.
-  const kamp::sharding level = GENERATE(kamp::sharding::optimizer, kamp::sharding::gradients, kamp::sharding::parameters);
+  const kamp::sharding level =
+      GENERATE(kamp::sharding::optimizer, kamp::sharding::gradients, kamp::sharding::parameters);
   const bool reshard = GENERATE(true, false);
   if (!reshard && level != kamp::sharding::parameters) return;
   const int ranks = world().size(), steps = 24, batch = 4;
@@ -138,8 +107,8 @@ TEST_CASE("N ranks with batch B take the steps of one process with batch N x B",
   micro.micro_batches = 2;  // the sharded levels reduce each micro-batch's units as they finish
   kamp::train_options one_micro = run_options(batch * ranks, steps);
   one_micro.micro_batches = 2;
-  kamp::trainer parallel(tiny_model(), v.p, micro, corpus(), options);
-  kamp::trainer one(tiny_model(), v.p, one_micro, corpus());
+  kamp::trainer parallel(tiny_model(), v.p, micro, tiny_corpus(), options);
+  kamp::trainer one(tiny_model(), v.p, one_micro, tiny_corpus());
   double worst_loss = 0;
   for (int s = 0; s < steps; ++s) {
     const auto a = parallel.step(), b = one.step();
@@ -151,10 +120,11 @@ TEST_CASE("N ranks with batch B take the steps of one process with batch N x B",
   }
   const double worst_weight = max_relative_weight_difference(parallel.exact_weights(), one.exact_weights());
   if (world().rank() == 0)
-    std::printf("%s, %s reduction, sharding %s%s, %d ranks x batch %d vs 1 x batch %d over %d steps: max relative "
-                "loss difference %.2e, max weight difference %.2e of max |w|\n",
-                kamp::name(v.p.mode), kamp::name(v.wire), level_name(level), reshard ? "" : " (kept gathered)", ranks,
-                batch, batch * ranks, steps, worst_loss, worst_weight);
+    std::printf(
+        "%s, %s reduction, sharding %s%s, %d ranks x batch %d vs 1 x batch %d over %d steps: max relative "
+        "loss difference %.2e, max weight difference %.2e of max |w|\n",
+        kamp::name(v.p.mode), kamp::name(v.wire), level_name(level), reshard ? "" : " (kept gathered)", ranks, batch,
+        batch * ranks, steps, worst_loss, worst_weight);
   CHECK(worst_loss <= v.loss_tolerance);
   CHECK(worst_weight <= v.weight_tolerance);
   // The ranks' validation batches are rows of one process's: the same windows.
@@ -163,14 +133,14 @@ TEST_CASE("N ranks with batch B take the steps of one process with batch N x B",
 
 TEST_CASE("an overflow on one rank makes every rank skip the step", "[mpi][overflow]") {
   const int ranks = world().size(), last = ranks - 1;
-  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_fp16), run_options(4, 8), corpus(), {world()});
+  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_fp16), run_options(4, 8), tiny_corpus(), {world()});
   int step = 0;
   // inf on the last rank in element 0 (rank 0's shard), NaN on rank 0 in the last element (the
   // last rank's shard): the reduce-scatter carries each to another rank's check.
   t.on_gradients([&](const Kokkos::View<float*, kamp::gpt<float>::memory_space>& g) {
-    const float bad = step == 3 && world().rank() == last   ? std::numeric_limits<float>::infinity()
-                      : step == 5 && world().rank() == 0     ? std::numeric_limits<float>::quiet_NaN()
-                                                             : 0.0f;
+    const float bad = step == 3 && world().rank() == last ? std::numeric_limits<float>::infinity()
+                      : step == 5 && world().rank() == 0  ? std::numeric_limits<float>::quiet_NaN()
+                                                          : 0.0f;
     if (bad == 0.0f) return;
     const std::size_t i = step == 3 ? 0 : g.extent(0) - 1;
     Kokkos::deep_copy(Kokkos::subview(g, i), bad);
@@ -195,9 +165,10 @@ TEST_CASE("an overflow on one rank makes every rank skip the step", "[mpi][overf
   REQUIRE(t.scaler().host_state().skipped_steps == 2);
 }
 
-TEST_CASE("a checkpoint written by N ranks in parallel resumes on N ranks and on one process, and one written by "
-          "one process on N ranks",
-          "[mpi][checkpoint]") {
+TEST_CASE(
+    "a checkpoint written by N ranks in parallel resumes on N ranks and on one process, and one written by "
+    "one process on N ranks",
+    "[mpi][checkpoint]") {
   const auto p = GENERATE(policy(kamp::precision_mode::amp_bf16),
                           policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
   const kamp::sharding level = GENERATE(kamp::sharding::optimizer, kamp::sharding::parameters);
@@ -207,12 +178,11 @@ TEST_CASE("a checkpoint written by N ranks in parallel resumes on N ranks and on
   const auto options = run_options(batch, 2 * half), one_options = run_options(batch * ranks, 2 * half);
 
   SECTION("N ranks -> N ranks bit-exactly, and -> one process") {
-    kamp::trainer parallel(tiny_model(), p, options, corpus(), sharded(world(), level));
+    kamp::trainer parallel(tiny_model(), p, options, tiny_corpus(), sharded(world(), level));
     for (int s = 0; s < half; ++s) parallel.step();
     const kamp::training_state written = parallel.state();
     // No rank holds more than its shard of any tensor.
-    for (const auto& t : written.tensors)
-      REQUIRE(world().all(t.size() == parallel.shard().second - parallel.shard().first));
+    for (const auto& t : written.tensors) REQUIRE(world().all(t.size() == parallel.shard().size()));
     kamp::write_checkpoint(file, written, world());
     std::vector<double> losses;
     for (int s = 0; s < half; ++s) losses.push_back(parallel.step().loss);
@@ -221,27 +191,27 @@ TEST_CASE("a checkpoint written by N ranks in parallel resumes on N ranks and on
     // Read whole by one process (the serial reader checks every checksum and content hash), the
     // file holds each rank's slice where it belongs.
     const kamp::training_state whole = kamp::read_checkpoint(file);
-    REQUIRE(world().all(same_state(kamp::slice_of(whole, {parallel.shard().first, parallel.shard().second}), written)));
+    REQUIRE(world().all(same_state(kamp::slice_of(whole, parallel.shard()), written)));
 
-    kamp::trainer resumed(tiny_model(), p, options, corpus(), sharded(world(), level));
-    resumed.restore(kamp::read_checkpoint(file, world(), {resumed.shard().first, resumed.shard().second}));
+    kamp::trainer resumed(tiny_model(), p, options, tiny_corpus(), sharded(world(), level));
+    resumed.restore(kamp::read_checkpoint(file, world(), resumed.shard()));
     for (int s = 0; s < half; ++s) REQUIRE(resumed.step().loss == losses[s]);
     REQUIRE(world().all(same_state(resumed.state(), end)));
 
     // One process takes the whole state; it continues the same run within the N-rank tolerance.
-    kamp::trainer one(tiny_model(), p, one_options, corpus());
+    kamp::trainer one(tiny_model(), p, one_options, tiny_corpus());
     one.restore(whole);
     REQUIRE(same_state(one.state(), whole));
     for (int s = 0; s < half; ++s) CHECK(relative(one.step().loss, losses[s]) < 2e-3);
   }
   SECTION("one process -> N ranks") {
-    kamp::trainer one(tiny_model(), p, one_options, corpus());
+    kamp::trainer one(tiny_model(), p, one_options, tiny_corpus());
     for (int s = 0; s < half; ++s) one.step();
     const kamp::training_state saved = one.state();
     if (world().rank() == 0) kamp::write_checkpoint(file, saved);
     REQUIRE(world().all(true));  // the file is complete before any rank reads it
-    kamp::trainer parallel(tiny_model(), p, options, corpus(), sharded(world(), level));
-    parallel.restore(kamp::read_checkpoint(file, world(), {parallel.shard().first, parallel.shard().second}));
+    kamp::trainer parallel(tiny_model(), p, options, tiny_corpus(), sharded(world(), level));
+    parallel.restore(kamp::read_checkpoint(file, world(), parallel.shard()));
     // The N shards are the one process's state, bitwise.
     REQUIRE(state_is(parallel, saved));
     REQUIRE(same_on_all_ranks(as_bytes(parallel.model_copy_bits())));
@@ -249,10 +219,10 @@ TEST_CASE("a checkpoint written by N ranks in parallel resumes on N ranks and on
     for (int s = 0; s < half; ++s) CHECK(relative(parallel.step().loss, one.step().loss) < 2e-3);
   }
   SECTION("a state that does not fit on one rank is refused on every rank") {
-    kamp::trainer parallel(tiny_model(), p, options, corpus(), sharded(world(), level));
+    kamp::trainer parallel(tiny_model(), p, options, tiny_corpus(), sharded(world(), level));
     parallel.step();
     const auto before = parallel.model_copy_bits();
-    kamp::trainer one(tiny_model(), p, one_options, corpus());
+    kamp::trainer one(tiny_model(), p, one_options, tiny_corpus());
     one.step();
     kamp::training_state s = one.state();
     if (world().rank() == world().size() - 1) s.steps_taken = -1;
@@ -267,7 +237,7 @@ TEST_CASE("a checkpoint written by N ranks in parallel resumes on N ranks and on
     REQUIRE(parallel.attempts() == 1);
   }
   SECTION("a damaged slice is found by every rank") {
-    kamp::trainer parallel(tiny_model(), p, options, corpus(), sharded(world(), level));
+    kamp::trainer parallel(tiny_model(), p, options, tiny_corpus(), sharded(world(), level));
     parallel.step();
     kamp::write_checkpoint(file, parallel.state(), world());
     // The stored content hash of /moment1/wte stops matching the sum of the ranks' parts (as
@@ -287,7 +257,7 @@ TEST_CASE("a checkpoint written by N ranks in parallel resumes on N ranks and on
     REQUIRE(world().all(true));
     std::string error;
     try {
-      kamp::read_checkpoint(file, world(), {parallel.shard().first, parallel.shard().second});
+      kamp::read_checkpoint(file, world(), parallel.shard());
     } catch (const kamp::checkpoint_error& e) {
       error = e.what();
     }
@@ -318,7 +288,7 @@ TEST_CASE("a checkpoint resharded 4 -> 2 -> 3 -> 1 ranks continues the run", "[m
   const kamp::precision_policy p = policy(kamp::precision_mode::amp_bf16);
   const int leg = 3;
   const kamp::train_options reference_options = run_options(12, 4 * leg);
-  kamp::trainer reference(tiny_model(), p, reference_options, corpus());
+  kamp::trainer reference(tiny_model(), p, reference_options, tiny_corpus());
   std::vector<double> expected;
   for (int s = 0; s < 4 * leg; ++s) expected.push_back(reference.step().loss);
   double worst = 0;
@@ -326,9 +296,9 @@ TEST_CASE("a checkpoint resharded 4 -> 2 -> 3 -> 1 ranks continues the run", "[m
   for (const int n : {4, 2, 3, 1}) {
     sub_world sub(n);
     if (sub.ranks) {
-      kamp::trainer t(tiny_model(), p, run_options(12 / n, 4 * leg), corpus(),
+      kamp::trainer t(tiny_model(), p, run_options(12 / n, 4 * leg), tiny_corpus(),
                       sharded(*sub.ranks, kamp::sharding::parameters));
-      if (n != 4) t.restore(kamp::read_checkpoint(file, *sub.ranks, {t.shard().first, t.shard().second}));
+      if (n != 4) t.restore(kamp::read_checkpoint(file, *sub.ranks, t.shard()));
       const std::int64_t start = t.steps_taken();
       for (int s = 0; s < leg; ++s) worst = std::max(worst, relative(t.step().loss, expected[start + s]));
       file = "reshard_" + std::to_string(n) + ".h5";
@@ -339,8 +309,10 @@ TEST_CASE("a checkpoint resharded 4 -> 2 -> 3 -> 1 ranks continues the run", "[m
   }
   worst = world().sum(worst);  // only rank 0 took part in every leg; the others add zeros or their own
   if (world().rank() == 0)
-    std::printf("amp_bf16, sharding parameters, resharded 4 -> 2 -> 3 -> 1 ranks, %d steps each: max relative loss "
-                "difference to one process %.2e\n", leg, worst);
+    std::printf(
+        "amp_bf16, sharding parameters, resharded 4 -> 2 -> 3 -> 1 ranks, %d steps each: max relative loss "
+        "difference to one process %.2e\n",
+        leg, worst);
   CHECK(worst < 2e-3 * world().size());
   if (world().rank() == 0)
     for (const char* f : {"reshard_4.h5", "reshard_2.h5", "reshard_3.h5", "reshard_1.h5"}) std::remove(f);
@@ -349,13 +321,14 @@ TEST_CASE("a checkpoint resharded 4 -> 2 -> 3 -> 1 ranks continues the run", "[m
 TEST_CASE("each rank keeps 1/N of what its sharding level shards, as planned", "[mpi][memory]") {
   const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
                           policy(kamp::precision_mode::pure_bf16));
-  const kamp::sharding level = GENERATE(kamp::sharding::optimizer, kamp::sharding::gradients, kamp::sharding::parameters);
+  const kamp::sharding level =
+      GENERATE(kamp::sharding::optimizer, kamp::sharding::gradients, kamp::sharding::parameters);
   const int ranks = world().size();
   INFO(kamp::name(p.mode) << ", " << ranks << " ranks, sharding " << level_name(level));
   kamp::memory_plan measured;
   {
     kamp::memory_tracker tracker;
-    kamp::trainer t(tiny_model(), p, run_options(4, 2), corpus(), sharded(world(), level));
+    kamp::trainer t(tiny_model(), p, run_options(4, 2), tiny_corpus(), sharded(world(), level));
     t.step();
     measured = tracker.peak();
   }
@@ -369,11 +342,12 @@ TEST_CASE("each rank keeps 1/N of what its sharding level shards, as planned", "
   // Moments (and Kahan buffers) fall as 1/N exactly up to one alignment block per shard.
   CHECK(std::abs(measured.optimizer * ranks - one.optimizer) <= 64.0 * 8 * ranks);
   if (world().rank() == 0)
-    std::printf("%s, sharding %s, on %d ranks, per rank (MB): parameters %.3f, gradients %.3f, master %.3f, "
-                "optimizer %.3f; one process: %.3f, %.3f, %.3f, %.3f\n",
-                kamp::name(p.mode), level_name(level), ranks, measured.parameters / 1e6, measured.gradients / 1e6,
-                measured.master / 1e6, measured.optimizer / 1e6, one.parameters / 1e6, one.gradients / 1e6,
-                one.master / 1e6, one.optimizer / 1e6);
+    std::printf(
+        "%s, sharding %s, on %d ranks, per rank (MB): parameters %.3f, gradients %.3f, master %.3f, "
+        "optimizer %.3f; one process: %.3f, %.3f, %.3f, %.3f\n",
+        kamp::name(p.mode), level_name(level), ranks, measured.parameters / 1e6, measured.gradients / 1e6,
+        measured.master / 1e6, measured.optimizer / 1e6, one.parameters / 1e6, one.gradients / 1e6, one.master / 1e6,
+        one.optimizer / 1e6);
 }
 
 TEST_CASE("fully sharded, each rank holds at most 0.3x of one process's state, also while it writes a checkpoint",
@@ -382,11 +356,13 @@ TEST_CASE("fully sharded, each rank holds at most 0.3x of one process's state, a
   // models sharding is for (a 70B model has 80 blocks).
   const kamp::gpt_config deep = kamp::test::gpt_shape(16, 32, 2, 32, 128);
   const kamp::precision_policy p = policy(kamp::precision_mode::amp_bf16);
-  const auto state_bytes = [](const kamp::memory_plan& m) { return m.parameters + m.gradients + m.master + m.optimizer; };
+  const auto state_bytes = [](const kamp::memory_plan& m) {
+    return m.parameters + m.gradients + m.master + m.optimizer;
+  };
   kamp::memory_plan alone, sharded_peak, during_write;
   {
     kamp::memory_tracker tracker;
-    kamp::trainer t(deep, p, run_options(2, 2), corpus16(), {});
+    kamp::trainer t(deep, p, run_options(2, 2), kamp::test::corpus(deep), {});
     t.step();
     alone = tracker.peak();
   }
@@ -394,7 +370,7 @@ TEST_CASE("fully sharded, each rank holds at most 0.3x of one process's state, a
   std::size_t largest_tensor = 0;
   {
     kamp::memory_tracker tracker;
-    kamp::trainer t(deep, p, run_options(2, 2), corpus16(), sharded(world(), kamp::sharding::parameters));
+    kamp::trainer t(deep, p, run_options(2, 2), kamp::test::corpus(deep), sharded(world(), kamp::sharding::parameters));
     t.step();
     t.validation_loss(1);
     sharded_peak = tracker.peak();
@@ -402,14 +378,15 @@ TEST_CASE("fully sharded, each rank holds at most 0.3x of one process's state, a
     for (const auto& x : s.tensors) largest_tensor = std::max(largest_tensor, x.bytes.size());
     kamp::write_checkpoint(file, s, world());
     during_write = tracker.peak();
-    REQUIRE(world().all(largest_tensor == (t.shard().second - t.shard().first) * sizeof(float)));
+    REQUIRE(world().all(largest_tensor == (t.shard().size()) * sizeof(float)));
   }
   const double ratio = state_bytes(sharded_peak) / state_bytes(alone);
   if (world().rank() == 0)
-    std::printf("amp_bf16, sharding parameters, %d ranks, 32 blocks: per-rank parameters + gradients + master + "
-                "optimizer %.3f MB of one process's %.3f MB (%.3fx; ideal %.3fx); a checkpoint write added %.0f bytes\n",
-                world().size(), state_bytes(sharded_peak) / 1e6, state_bytes(alone) / 1e6, ratio,
-                1.0 / world().size(), state_bytes(during_write) - state_bytes(sharded_peak));
+    std::printf(
+        "amp_bf16, sharding parameters, %d ranks, 32 blocks: per-rank parameters + gradients + master + "
+        "optimizer %.3f MB of one process's %.3f MB (%.3fx; ideal %.3fx); a checkpoint write added %.0f bytes\n",
+        world().size(), state_bytes(sharded_peak) / 1e6, state_bytes(alone) / 1e6, ratio, 1.0 / world().size(),
+        state_bytes(during_write) - state_bytes(sharded_peak));
   if (world().size() == 4) REQUIRE(world().all(ratio <= 0.3));
   REQUIRE(world().all(state_bytes(during_write) == state_bytes(sharded_peak)));
   if (world().rank() == 0) std::remove(file.c_str());

@@ -1,9 +1,9 @@
 #ifndef KAMP_TESTS_SUPPORT_FINITE_DIFFERENCES_HPP
 #define KAMP_TESTS_SUPPORT_FINITE_DIFFERENCES_HPP
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -31,8 +31,7 @@ double gradient_error(F&& f, std::vector<double>& x, const std::vector<double>& 
 }
 
 /// Up to `count` distinct coordinates of [first, first + size), in a reproducible order.
-inline std::vector<std::size_t> sample_indices(std::size_t first, std::size_t size, std::size_t count,
-                                               unsigned seed) {
+inline std::vector<std::size_t> sample_indices(std::size_t first, std::size_t size, std::size_t count, unsigned seed) {
   std::vector<std::size_t> all(size);
   for (std::size_t i = 0; i < size; ++i) all[i] = first + i;
   if (size <= count) return all;

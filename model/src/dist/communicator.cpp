@@ -241,25 +241,25 @@ request communicator::start_reduce_scatter_sum(float* buffer, const std::vector<
 }
 
 void communicator::all_gather(void* buffer, std::size_t element_bytes,
-                              const std::vector<std::pair<std::size_t, std::size_t>>& spans) const {
-  start_all_gather(buffer, element_bytes, spans).wait();
+                              const std::vector<element_range>& parts) const {
+  start_all_gather(buffer, element_bytes, parts).wait();
 }
 
 request communicator::start_all_gather(void* buffer, std::size_t element_bytes,
-                                       const std::vector<std::pair<std::size_t, std::size_t>>& spans) const {
+                                       const std::vector<element_range>& parts) const {
   request out;
   if (size_ == 1) return out;
-  if (spans.size() != std::size_t(size_))
+  if (parts.size() != std::size_t(size_))
     throw std::invalid_argument("kamp::dist::all_gather: one span per rank is needed");
   out.state_ = std::make_unique<request::state>();
   request::state& s = *out.state_;
-  s.counts.resize(spans.size());
-  s.displacements.resize(spans.size());
+  s.counts.resize(parts.size());
+  s.displacements.resize(parts.size());
   std::size_t end = 0;
-  for (std::size_t r = 0; r < spans.size(); ++r) {
-    s.counts[r] = as_count(spans[r].second - spans[r].first);
-    s.displacements[r] = as_count(spans[r].first);
-    end = std::max(end, spans[r].second);
+  for (std::size_t r = 0; r < parts.size(); ++r) {
+    s.counts[r] = as_count(parts[r].size());
+    s.displacements[r] = as_count(parts[r].first);
+    end = std::max(end, parts[r].last);
   }
   MPI_Datatype element;
   check(MPI_Type_contiguous(as_count(element_bytes), MPI_BYTE, &element), "MPI_Type_contiguous");

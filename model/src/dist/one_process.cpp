@@ -21,10 +21,10 @@ int communicator::max(int x) const { return x; }
 bool communicator::all(bool ok) const { return ok; }
 void communicator::broadcast(std::vector<unsigned char>&, int) const {}
 void communicator::reduce_scatter_sum(float*, const std::vector<std::size_t>&, dtype) const {}
-void communicator::all_gather(void*, std::size_t, const std::vector<std::pair<std::size_t, std::size_t>>&) const {}
+void communicator::all_gather(void*, std::size_t, const std::vector<element_range>&) const {}
 request communicator::start_reduce_scatter_sum(float*, const std::vector<std::size_t>&, dtype) const { return {}; }
 request communicator::start_all_gather(void*, std::size_t,
-                                       const std::vector<std::pair<std::size_t, std::size_t>>&) const {
+                                       const std::vector<element_range>&) const {
   return {};
 }
 void communicator::gather(const void* part, void* full, std::size_t element_bytes,

@@ -1,4 +1,4 @@
-#include "sharded_units.hpp"
+#include "dist/sharded_units.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -21,60 +21,7 @@ void accumulate(const execution_space& ex, const floats& dst, const floats& src)
       KOKKOS_LAMBDA(std::size_t i) { dst(i) += src(i); });
 }
 
-std::vector<span> tensor_ranges(const tensor_table& table, const std::vector<std::size_t>& tensors,
-                                const std::vector<bool>& keep) {
-  std::vector<span> out;
-  for (const std::size_t t : tensors) {
-    if (!keep[t]) continue;
-    const auto& e = table[t];
-    out.emplace_back(e.offset, e.offset + e.size);
-  }
-  std::sort(out.begin(), out.end());
-  std::vector<span> merged;
-  for (const auto& r : out) {
-    if (!merged.empty() && merged.back().second == r.first) {
-      merged.back().second = r.second;
-    } else {
-      merged.push_back(r);
-    }
-  }
-  return merged;
-}
-
 }  // namespace
-
-packing::packing(std::vector<span> r, const std::vector<span>& shards, int rank) : ranges(std::move(r)) {
-  for (const auto& x : ranges) size += x.second - x.first;
-  std::size_t cursor = 0;
-  for (std::size_t q = 0; q < shards.size(); ++q) {
-    std::size_t count = 0;
-    for (const auto& x : ranges) {
-      const std::size_t a = std::max(x.first, shards[q].first), b = std::min(x.second, shards[q].second);
-      if (a >= b) continue;
-      if (int(q) == rank) mine.push_back({position(a), a - shards[q].first, b - a});
-      count += b - a;
-    }
-    parts.emplace_back(cursor, cursor + count);
-    cursor += count;
-  }
-  if (cursor != size || (!mine.empty() && mine.front().packed != parts[rank].first))
-    throw std::logic_error("kamp::fsdp: the shards do not split a unit's parameters into ranges in rank order");
-}
-
-std::size_t packing::position(std::size_t flat) const {
-  std::size_t before = 0;
-  for (const auto& x : ranges) {
-    if (flat >= x.first && flat < x.second) return before + (flat - x.first);
-    before += x.second - x.first;
-  }
-  throw std::logic_error("kamp::fsdp: element " + std::to_string(flat) + " is not in the unit");
-}
-
-std::vector<std::size_t> packing::counts() const {
-  std::vector<std::size_t> c;
-  for (const auto& p : parts) c.push_back(p.second - p.first);
-  return c;
-}
 
 struct sharded_units::unit_buffers {
   Kokkos::View<char*, memory_space> copy;    ///< the packed low-precision copy
@@ -85,7 +32,7 @@ struct sharded_units::unit_buffers {
   dist::request copy_gather, exact_gather, reduction;
 };
 
-sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks, const std::vector<span>& shards,
+sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks, const std::vector<element_range>& shards,
                              dtype gradient_wire, bool gather_weights, bool keep_gathered, weights_source source)
     : model_(model),
       ranks_(ranks),

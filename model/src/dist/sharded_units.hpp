@@ -6,37 +6,16 @@
 // reduce-scatter its gradients as soon as its backward pass is done, with non-blocking
 // collectives, so that the next unit's compute runs while they travel.
 #include <kamp/model/dist/communicator.hpp>
-#include <kamp/model/gpt.hpp>
+#include <kamp/model/network/gpt.hpp>
+
+#include "dist/packing.hpp"
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
-#include <utility>
 #include <vector>
 
 namespace kamp::detail {
-
-using span = std::pair<std::size_t, std::size_t>;
-
-/// \brief Ranges of the flat buffers packed one after the other into a unit's buffer, and how
-/// that buffer splits over the ranks: shards are contiguous and in rank order, so each rank's
-/// elements form one contiguous part of the packed buffer, also in rank order — the layout an
-/// in-place all-gather and reduce-scatter expect.
-struct packing {
-  struct piece {
-    std::size_t packed, shard, size;  ///< offset in the packed buffer, in this rank's shard; length
-  };
-  std::vector<span> ranges;       ///< [first, last) of the flat buffers, ascending, disjoint
-  std::size_t size = 0;           ///< elements of the packed buffer
-  std::vector<span> parts;        ///< every rank's part of the packed buffer
-  std::vector<piece> mine;        ///< this rank's elements, from its shard
-
-  packing() = default;
-  packing(std::vector<span> ranges, const std::vector<span>& shards, int rank);
-  /// Where element `flat` of the flat buffers is in the packed buffer (it must be in a range).
-  std::size_t position(std::size_t flat) const;
-  std::vector<std::size_t> counts() const;
-};
 
 /// \brief The unit hooks of a sharded data-parallel run. With `gather_weights` false (ZeRO-2)
 /// the model reads whole weights bound as usual and only its gradients go to per-unit buffers;
@@ -50,7 +29,7 @@ class sharded_units final : public unit_hooks {
     weights_ref copy;    ///< this rank's shard of the low-precision copy (ZeRO-3)
     weights_ref master;  ///< this rank's fp32 master shard, null without master weights
   };
-  sharded_units(gpt<float>& model, const dist::communicator& ranks, const std::vector<span>& shards,
+  sharded_units(gpt<float>& model, const dist::communicator& ranks, const std::vector<element_range>& shards,
                 dtype gradient_wire, bool gather_weights, bool keep_gathered, weights_source source);
   ~sharded_units() override;
 
@@ -80,7 +59,7 @@ class sharded_units final : public unit_hooks {
 
   gpt<float>& model_;
   const dist::communicator& ranks_;
-  std::vector<span> shards_;
+  std::vector<element_range> shards_;
   dtype wire_;
   bool gather_weights_, keep_gathered_;
   weights_source source_;

@@ -1,6 +1,8 @@
 #ifndef KAMP_KERNELS_FLAT_TENSORS_HPP
 #define KAMP_KERNELS_FLAT_TENSORS_HPP
 
+#include <kamp/kernels/element_range.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -26,6 +28,8 @@ class tensor_table {
     std::vector<std::size_t> shape;
     std::size_t offset;  ///< first element in the flat buffer
     std::size_t size;    ///< number of elements (product of shape)
+    /// Its elements of the flat buffer.
+    element_range range() const { return {offset, offset + size}; }
   };
 
   explicit tensor_table(std::size_t alignment = 64) : alignment_(alignment) {
@@ -64,9 +68,9 @@ class tensor_table {
     return n;
   }
 
-  /// The contiguous range [first, second) of the flat buffer that rank `rank` of `ranks`
-  /// owns when optimizer state is sharded: equal parts, rounded to `alignment`.
-  std::pair<std::size_t, std::size_t> shard(int rank, int ranks) const {
+  /// The contiguous range of the flat buffer that rank `rank` of `ranks` owns when optimizer
+  /// state is sharded: equal parts, rounded to `alignment`.
+  element_range shard(int rank, int ranks) const {
     if (ranks <= 0 || rank < 0 || rank >= ranks)
       throw std::invalid_argument("kamp::tensor_table::shard: rank must be in [0, ranks)");
     const std::size_t per = ((total_ + ranks - 1) / ranks + alignment_ - 1) / alignment_ * alignment_;

@@ -1,91 +1,11 @@
 #ifndef KAMP_MODEL_CHECKPOINT_HPP
 #define KAMP_MODEL_CHECKPOINT_HPP
 
-#include <kamp/model/dist/communicator.hpp>
-#include <kamp/model/training_state.hpp>
-
-#include <cstdint>
-#include <stdexcept>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace kamp {
-
-/// \brief A checkpoint cannot be written, read, or is not what it must be. The message names
-/// the file, the object in it (dataset, attribute) and what was expected.
-class checkpoint_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// The checkpoint format this kamp writes; it reads versions 1 to 3 (docs/checkpoint.md: 2 adds
-/// per-tensor content hashes, 3 makes them sums over positions that ranks compute in parts).
-inline constexpr std::int64_t checkpoint_format_version = 3;
-
-/// Writes `state` (all of it, state.slice whole) as an HDF5 checkpoint at `path`, atomically:
-/// into "<path>.tmp" beside it, flushed and fsync'ed, renamed to `path`, then the directory
-/// fsync'ed. A crash at any moment leaves `path` as it was or complete, never partly written.
-void write_checkpoint(const std::string& path, const training_state& state);
-/// The same file from the ranks of a data-parallel run, each passing its own slice
-/// (trainer::state()); the slices must cover the flat buffers. Collective: with parallel HDF5
-/// every rank writes its slices into the one file (MPI-IO, collective transfers), so no rank
-/// ever holds more than its slice; rank 0 commits the file once all have closed it.
-void write_checkpoint(const std::string& path, const training_state& state, const dist::communicator& ranks);
-
-/// Reads a checkpoint and checks all of it before returning: format and version, every
-/// attribute, each dataset's presence, element type and shape (from the stored model shape and
-/// precision mode), and every chunk's Fletcher-32 checksum (HDF5 checksums the metadata).
-/// Throws checkpoint_error naming the file and what is wrong.
-training_state read_checkpoint(const std::string& path);
-/// Elements `slice` of every tensor of the checkpoint (a rank's shard), whatever number of ranks
-/// wrote it: resharding N -> M without a gather. The same checks, collective over `ranks`: every
-/// rank throws if one fails. The content hashes are summed over the ranks' parts, so they are
-/// checked when the slices cover the flat buffers (each rank its shard); otherwise Fletcher-32
-/// alone guards the values read.
-training_state read_checkpoint(const std::string& path, const dist::communicator& ranks, element_range slice);
-
-/// \brief A directory of checkpoints named step-<8-digit step>.h5 that keeps the newest `keep`.
-/// The bytes of the tensors a checkpoint of this model and policy holds (the file is this plus
-/// some kB of metadata).
-std::uint64_t checkpoint_tensor_bytes(const gpt_config& model, const precision_policy& policy);
-
-class checkpoint_directory {
- public:
-  /// Creates the directory if needed. Throws checkpoint_error if it cannot, or keep < 1.
-  checkpoint_directory(std::string path, int keep);
-
-  /// Writes `state` as step-<steps_taken>.h5 (atomically), then deletes all but the newest
-  /// `keep` checkpoints and any temporary file an interrupted write left. Returns the path.
-  /// With several ranks, collective: each passes its slice (write_checkpoint); rank 0 manages
-  /// the directory.
-  std::string save(const training_state& state, const dist::communicator& ranks = {}) const;
-  /// The checkpoint files, newest (highest step) first. Names like step-<digits>.h5 whose number
-  /// does not fit a step counter are left out and reported by unparsable().
-  std::vector<std::string> list() const;
-  /// The files the last list() left out because their step number does not parse.
-  const std::vector<std::string>& unparsable() const { return unparsable_; }
-  /// Throws checkpoint_error unless a file can be created in the directory and its file system
-  /// has room for a checkpoint of `bytes` (found before training, not at the first write; save
-  /// checks again before each write).
-  void check_room(std::uint64_t bytes) const;
-  /// Renames the checkpoints of steps after `step` to <name>.abandoned (out of list()'s sight),
-  /// so that a run resumed from an older file does not later continue the abandoned branch.
-  /// Returns the new names.
-  std::vector<std::string> retire_after(std::int64_t step) const;
-  /// Deletes every checkpoint file of the directory (and leftovers of killed writes).
-  void clear() const;
-  const std::string& path() const { return path_; }
-
- private:
-  void remove_leftovers() const;
-  /// (step, path) of each checkpoint file, highest step first; fills unparsable_.
-  std::vector<std::pair<std::int64_t, std::string>> steps() const;
-  std::string path_;
-  int keep_;
-  mutable std::vector<std::string> unparsable_;
-};
-
-}  // namespace kamp
+// Deprecated in kamp 0.2.0, removed in 0.3.0: the model's headers are grouped by area.
+#ifndef KAMP_NO_DEPRECATION_WARNINGS
+#warning "<kamp/model/checkpoint.hpp> is deprecated: include <kamp/model/state/checkpoint.hpp> (define KAMP_NO_DEPRECATION_WARNINGS to silence)"
+#endif
+#include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/checkpoint_directory.hpp>
 
 #endif

@@ -1,0 +1,43 @@
+#ifndef KAMP_APPS_TRAIN_RUN_SETTINGS_HPP
+#define KAMP_APPS_TRAIN_RUN_SETTINGS_HPP
+
+#include <kamp/model/dist/sharding.hpp>
+#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/precision/precision_policy.hpp>
+#include <kamp/model/precision/run_request.hpp>
+#include <kamp/model/training/train_options.hpp>
+#include <kamp/numeric/dtype.hpp>
+
+#include "checkpointing.hpp"
+#include "model_options.hpp"
+
+#include <string>
+
+namespace kamp::app {
+
+/// \brief Every kamp-train option, as given (the strings are what a checkpoint's run_config
+/// records), and below them the values kamp-train's validation parses from them.
+struct run_settings {
+  gpt_config model;
+  precision_options precision;
+  train_options train;
+  std::string data, metrics, summary;
+  double validation_fraction = 0.1;
+  int eval_every = 50, eval_batches = 8, log_every = 10, sample_every = 0, sample_tokens = 64;
+  std::string checkpoint_dir = "checkpoints", checkpoint_every = "0", resume;
+  int keep_checkpoints = 3;
+  run_request request;
+  bool diagnose = false, overwrite_checkpoints = false;
+  std::string gradient_reduction = "fp32";
+  std::string sharding = "optimizer";
+  bool reshard_after_forward = true;
+
+  precision_policy policy;                                    ///< from `precision`
+  kamp::sharding sharding_level = kamp::sharding::optimizer;  ///< from `sharding`
+  dtype gradient_dtype = dtype::fp32;                         ///< from `gradient_reduction`
+  checkpoint_interval periodic_checkpoints;                   ///< from `checkpoint_every`
+};
+
+}  // namespace kamp::app
+
+#endif

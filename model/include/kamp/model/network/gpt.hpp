@@ -1,0 +1,174 @@
+#ifndef KAMP_MODEL_NETWORK_GPT_HPP
+#define KAMP_MODEL_NETWORK_GPT_HPP
+
+#include <kamp/kernels/execution_spaces.hpp>
+#include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/kernels/nn/embedding.hpp>
+#include <kamp/kernels/value_range.hpp>
+#include <kamp/model/network/activation_layout.hpp>
+#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/network/gpt_parameters.hpp>
+#include <kamp/model/network/unit_hooks.hpp>
+#include <kamp/model/network/weight_binding.hpp>
+#include <kamp/model/precision/precision_policy.hpp>
+#include <kamp/numeric/dtype.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kamp {
+
+/// \brief The range of one op's output in one pass: the precision doctor's evidence.
+struct op_observation {
+  std::string op;       ///< h<l>.attn.qkv, h<l>.mlp.gelu, lm_head, ... (the layer and its step)
+  bool backward;        ///< false: the forward output; true: the gradient the backward op produced
+  dtype stored;         ///< the dtype the output is stored in
+  value_range range;
+};
+
+/// \brief Decoder-only GPT: token + position embeddings, pre-LayerNorm blocks (causal
+/// multi-head attention, 4x MLP with tanh GELU), final LayerNorm, LM head tied to the token
+/// embedding, mean cross-entropy. Every op is a kamp kernel; each forward has its backward.
+///
+/// The model owns activations and the flat gradient buffer (Real), not the weights: the trainer
+/// (or a test) binds the exact weights (fp32 master or bf16, policy.weights()) and the
+/// low-precision copy the GEMMs read (policy.low()). Real is float for training; Real = double
+/// runs every op in fp64 (policy mode fp32 only), the reference for gradient checks.
+///
+/// Every kernel runs on the execution space instance given at construction (a CUDA or HIP
+/// stream, an OpenMP or Serial instance). A pass over a device-resident batch launches kernels
+/// and returns: nothing in it waits for the host, and the launches per layer do not depend on
+/// the number of heads (each attention matmul is one strided-batched GEMM over batch x heads).
+template <class Real, class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+class gpt {
+ public:
+  using execution_space = ExecutionSpace;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using scaler_view = Kokkos::View<const loss_scale_state, memory_space>;
+  /// A micro-batch on the device: (batch, context) token ids in [0, vocab).
+  using token_view = Kokkos::View<const int**, Kokkos::LayoutRight, memory_space>;
+  /// Where a pass leaves its loss: the fp64 sum over the batch x context positions.
+  using loss_view = Kokkos::View<double, memory_space>;
+
+  /// Validates the config and the policy, then allocates activations for micro-batches of
+  /// `batch` sequences of config.context tokens.
+  gpt(const gpt_config& config, const precision_policy& policy, int batch,
+      const ExecutionSpace& space = ExecutionSpace());
+  ~gpt();
+  gpt(const gpt&) = delete;
+  gpt& operator=(const gpt&) = delete;
+
+  const gpt_config& config() const { return config_; }
+  const precision_policy& policy() const { return policy_; }
+  const gpt_parameters& parameters() const { return parameters_; }
+  const tensor_table& table() const { return parameters_.table; }
+  int batch() const { return batch_; }
+  const ExecutionSpace& space() const { return space_; }
+
+  /// The weights the next forward/backward passes read; both must cover table().flat_size().
+  void bind_weights(weights_ref exact, weights_ref copy);
+  /// The same, with the exact weights laid out by `exact_layout`, which must hold at least
+  /// exactly_read_parameters() (a sharded run gathers only those from its master shards).
+  void bind_weights(weights_ref exact, const tensor_table& exact_layout, weights_ref copy);
+  void bind_weights(const weight_binding& binding);
+  /// The weights bound now (a gpt_decoder can read the same ones).
+  const weight_binding& binding() const { return binding_; }
+  /// Gradients, flat over table(); backward() accumulates into them (the caller zeroes them).
+  /// Allocated at the first use; never for a model whose gradients shard() handed to unit hooks.
+  Kokkos::View<Real*, memory_space> grads() const;
+
+  /// From now on `hooks` place the parameters and gradients unit by unit (sharded data
+  /// parallelism): the passes call them around each unit, and the whole gradient buffer is
+  /// released. `hooks` must outlive the model's passes.
+  void shard(unit_hooks* hooks);
+  /// Where tensor `tensor` (a table index) is read until the next bind: its exact values (null
+  /// when the policy reads it from the copy only) and its low-precision copy.
+  void bind_tensor(std::size_t tensor, const void* exact, const void* copy);
+  /// Where the gradient of tensor `tensor` is written until the next bind.
+  void bind_gradient(std::size_t tensor, Real* grad) { grad_at_.at(tensor) = grad; }
+
+  /// Mean cross-entropy of predicting targets from tokens (host arrays of batch() x context,
+  /// checked against the vocabulary). Copies them to the device and waits for the loss.
+  double evaluate(const int* tokens, const int* targets);
+  /// evaluate(), then adds to grads() the gradient of loss · grad_scale (· the loss scale read
+  /// on the device when `scaler` is given). Returns the unscaled mean loss.
+  double forward_backward(const int* tokens, const int* targets, double grad_scale, const scaler_view& scaler = {});
+  /// The same passes on a batch already on the device; the loss sum goes to `loss` when the
+  /// kernels have run. Nothing waits for the host.
+  void evaluate(const token_view& tokens, const token_view& targets, const loss_view& loss);
+  void forward_backward(const token_view& tokens, const token_view& targets, double grad_scale,
+                        const scaler_view& scaler, const loss_view& loss);
+
+  /// While `sink` is set, each op appends the range of its output to it, in execution order
+  /// (one reduction per op: for diagnosis, not for every step). nullptr stops it.
+  void observe(std::vector<op_observation>* sink) { observations_ = sink; }
+
+  /// The dtype the named layer's GEMMs read their activations in (what the policy resolved).
+  dtype activation_dtype(const std::string& layer) const;
+  /// A copy of the input activations of the named layer's first GEMM from the last forward
+  /// pass, widened to double (host): inspection and tests.
+  std::vector<double> gemm_input(const std::string& layer) const;
+  /// The logits (batch() x context rows of vocab) of the last forward pass, widened to double
+  /// (host): inspection and tests.
+  std::vector<double> logits() const;
+
+ private:
+  struct buffers;
+  struct weights;
+  void run(const token_view& tokens, const token_view& targets, bool with_grad, double grad_scale,
+           const scaler_view& scaler, const loss_view& loss);
+  double run_host(const int* tokens, const int* targets, bool with_grad, double grad_scale, const scaler_view& scaler);
+  template <class P>
+  void forward(bool with_grad, double grad_scale, const scaler_view& scaler);
+  template <class P>
+  void backward();
+  template <class P, class T>
+  void attention_forward(int l);
+  template <class P, class T>
+  void mlp_forward(int l);
+  template <class P, class T>
+  void head_forward(bool with_grad, double grad_scale, const scaler_view& scaler);
+  template <class P, class T>
+  void attention_backward(int l);
+  template <class P, class T>
+  void mlp_backward(int l);
+  template <class P, class T>
+  void head_backward();
+  /// LayerNorm i (of 2L + 1) of the residual stream into its output in T, and its backward
+  /// pass, which adds to the residual stream's gradient; `op` names it for observe().
+  template <class P, class T>
+  void norm_forward(int i, const norm_parameters& p, int layer, const char* op);
+  template <class P>
+  void norm_backward(int i, const norm_parameters& p, int layer, const char* op);
+  /// Records the range of an op's output as "<block><op>" (block: "h<l>." or empty for the head).
+  template <class T>
+  void note(int layer, const char* op, bool backward, const T* data, std::size_t n);
+
+  gpt_config config_;
+  precision_policy policy_;
+  gpt_parameters parameters_;
+  layer_dtypes dtypes_;
+  int batch_;
+  ExecutionSpace space_;
+  weight_binding binding_;
+  detail::weight_addresses at_;  ///< where each parameter's weights are read
+  mutable Kokkos::View<Real*, memory_space> grads_;
+  mutable std::vector<Real*> grad_at_;  ///< where each parameter's gradient is written
+  unit_hooks* hooks_ = nullptr;
+  std::unique_ptr<buffers> buf_;
+  token_rows<memory_space> token_index_;
+  token_view tokens_, targets_;  ///< the batch of the pass under way
+  std::vector<op_observation>* observations_ = nullptr;
+};
+
+#define KAMP_GPT_DECLARE_(Space)             \
+  extern template class gpt<float, Space>; \
+  extern template class gpt<double, Space>;
+KAMP_FOR_EACH_EXECUTION_SPACE(KAMP_GPT_DECLARE_)
+
+}  // namespace kamp
+
+#endif

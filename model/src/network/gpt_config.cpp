@@ -1,0 +1,34 @@
+#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/network/gpt_parameters.hpp>
+
+#include <stdexcept>
+
+namespace kamp {
+
+void gpt_config::validate() const {
+  const auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("model config: " + what);
+  };
+  require(vocab >= 256, "vocab is " + std::to_string(vocab) + "; byte-level tokens need at least 256");
+  require(context >= 1, "context is " + std::to_string(context) + "; it must be at least 1");
+  require(layers >= 1, "layers is " + std::to_string(layers) + "; it must be at least 1");
+  require(heads >= 1, "heads is " + std::to_string(heads) + "; it must be at least 1");
+  require(d_model >= 1 && d_model % heads == 0,
+          "d_model " + std::to_string(d_model) + " is not a positive multiple of heads " + std::to_string(heads) +
+              "; choose d_model = heads x head size");
+  require(mlp >= 1, "mlp is " + std::to_string(mlp) + "; it must be at least 1 (GPT-2 uses 4 x d_model)");
+}
+
+tensor_table gpt_config::parameter_table() const { return gpt_parameters(*this).table; }
+
+std::vector<std::string> gpt_config::layer_names() const {
+  std::vector<std::string> names;
+  for (int l = 0; l < layers; ++l) {
+    names.push_back("h" + std::to_string(l) + ".attn");
+    names.push_back("h" + std::to_string(l) + ".mlp");
+  }
+  names.push_back("lm_head");
+  return names;
+}
+
+}  // namespace kamp

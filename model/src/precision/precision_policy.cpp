@@ -1,0 +1,96 @@
+#include <kamp/model/precision/precision_policy.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kamp {
+
+namespace {
+
+// "a, b or c": the spellings a message about an unknown one offers.
+template <class Enum>
+std::string spelled_alternatives(const std::vector<Enum>& values) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::string(name(values[i]));
+  return text;
+}
+
+}  // namespace
+
+const std::vector<precision_mode>& precision_modes() {
+  static const std::vector<precision_mode> all{precision_mode::fp32, precision_mode::amp_bf16, precision_mode::amp_fp16,
+                                               precision_mode::pure_bf16};
+  return all;
+}
+
+const char* name(precision_mode m) {
+  switch (m) {
+    case precision_mode::fp32:
+      return "fp32";
+    case precision_mode::amp_bf16:
+      return "amp_bf16";
+    case precision_mode::amp_fp16:
+      return "amp_fp16";
+    case precision_mode::pure_bf16:
+      return "pure_bf16";
+  }
+  return "?";
+}
+
+precision_mode parse_precision_mode(const std::string& s) {
+  for (const auto m : precision_modes())
+    if (s == name(m)) return m;
+  throw std::invalid_argument("unknown precision mode '" + s + "': expected " +
+                              spelled_alternatives(precision_modes()));
+}
+
+const std::vector<pure_bf16_update>& pure_bf16_updates() {
+  static const std::vector<pure_bf16_update> all{pure_bf16_update::kahan, pure_bf16_update::stochastic};
+  return all;
+}
+
+const char* name(pure_bf16_update u) {
+  switch (u) {
+    case pure_bf16_update::kahan:
+      return "kahan";
+    case pure_bf16_update::stochastic:
+      return "stochastic";
+  }
+  return "?";
+}
+
+pure_bf16_update parse_pure_bf16_update(const std::string& s) {
+  for (const auto u : pure_bf16_updates())
+    if (s == name(u)) return u;
+  throw std::invalid_argument("unknown pure_bf16 update '" + s + "': expected " +
+                              spelled_alternatives(pure_bf16_updates()));
+}
+
+void precision_policy::validate(const gpt_config& model) const {
+  const auto names = model.layer_names();
+  for (const auto& layer : fp32_layers)
+    if (std::find(names.begin(), names.end(), layer) == names.end())
+      throw std::invalid_argument("precision policy: fp32 override '" + layer + "' names no layer; this model has " +
+                                  names.front() + " ... " + names.back() + " (h<l>.attn, h<l>.mlp for l < " +
+                                  std::to_string(model.layers) + ", lm_head)");
+}
+
+dtype precision_policy::low() const {
+  switch (mode) {
+    case precision_mode::fp32:
+      return dtype::fp32;
+    case precision_mode::amp_fp16:
+      return dtype::fp16;
+    default:
+      return dtype::bf16;
+  }
+}
+
+dtype precision_policy::weights() const { return mode == precision_mode::pure_bf16 ? dtype::bf16 : dtype::fp32; }
+
+dtype precision_policy::compute(const std::string& layer) const {
+  return std::find(fp32_layers.begin(), fp32_layers.end(), layer) != fp32_layers.end() ? dtype::fp32 : low();
+}
+
+}  // namespace kamp

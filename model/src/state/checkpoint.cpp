@@ -1,0 +1,415 @@
+#include <kamp/model/dist/agree.hpp>
+#include <kamp/model/network/gpt_parameters.hpp>
+#include <kamp/model/state/checkpoint.hpp>
+
+#include "state/fields.hpp"
+#include "state/hdf5.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <regex>
+
+namespace kamp {
+
+namespace fs = std::filesystem;
+namespace h5 = detail::h5;
+
+namespace {
+
+constexpr const char* format_name = "kamp-checkpoint";
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < s.size()) {
+    const std::size_t end = std::min(s.find(',', start), s.size());
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// One attribute per configuration field, whatever its C++ type.
+struct attribute_writer {
+  hid_t object;
+  void operator()(const char* name, int v) const { h5::write_attribute(object, name, std::int64_t(v)); }
+  void operator()(const char* name, bool v) const { h5::write_attribute(object, name, std::int64_t(v)); }
+  void operator()(const char* name, float v) const { h5::write_attribute(object, name, double(v)); }
+  void operator()(const char* name, double v) const { h5::write_attribute(object, name, v); }
+  void operator()(const char* name, std::uint64_t v) const { h5::write_attribute(object, name, v); }
+};
+
+struct attribute_reader {
+  hid_t object;
+  std::string where;
+  void operator()(const char* name, int& v) const {
+    const std::int64_t x = h5::read_int_attribute(object, name, where);
+    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+      throw checkpoint_error(where + ": attribute '" + name + "' = " + std::to_string(x) + " does not fit an int");
+    v = int(x);
+  }
+  void operator()(const char* name, bool& v) const {
+    const std::int64_t x = h5::read_int_attribute(object, name, where);
+    if (x != 0 && x != 1) throw checkpoint_error(where + ": attribute '" + std::string(name) + "' must be 0 or 1");
+    v = x == 1;
+  }
+  void operator()(const char* name, float& v) const { v = float(h5::read_float_attribute(object, name, where)); }
+  void operator()(const char* name, double& v) const { v = h5::read_float_attribute(object, name, where); }
+  void operator()(const char* name, std::uint64_t& v) const { v = h5::read_uint_attribute(object, name, where); }
+  void operator()(const char* name, std::int64_t& v) const { v = h5::read_int_attribute(object, name, where); }
+};
+
+void write_scaler(hid_t group, const loss_scale_state& s) {
+  detail::for_each_scaler_field(s, [&](const char* name, const auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, float>) {
+      h5::write_attribute(group, name, double(v));
+    } else {
+      h5::write_attribute(group, name, std::int64_t(v));
+    }
+  });
+}
+
+void read_scaler(hid_t group, loss_scale_state& s) {
+  const attribute_reader read{group, "/loss_scaler"};
+  detail::for_each_scaler_field(s, [&](const char* name, auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::int32_t>) {
+      int x;
+      read(name, x);
+      v = x;
+    } else {
+      read(name, v);
+    }
+  });
+}
+
+void check_tensor_sizes(const training_state& state, const tensor_table& table) {
+  if (!state.slice.whole() && (state.slice.first > state.slice.last || state.slice.last > table.flat_size()))
+    throw std::invalid_argument("kamp::write_checkpoint: the state's slice is not inside the parameter table");
+  const std::size_t elements = state.slice.size(table.flat_size());
+  for (const auto& t : state.tensors)
+    if (t.bytes.size() != elements * size_of(t.type))
+      throw std::invalid_argument("kamp::write_checkpoint: state tensor '" + t.role + "' has " +
+                                  std::to_string(t.bytes.size()) + " bytes, its slice of the model's table needs " +
+                                  std::to_string(elements * size_of(t.type)));
+}
+
+// The part of tensor `e` that a state holding elements `held` of the flat buffers has, counted
+// in the tensor's own elements.
+element_range part_of(const tensor_table::entry& e, const element_range& held) {
+  return overlap(e.range(), held).relative_to(e.offset);
+}
+
+h5::handle create(const std::string& path, const dist::communicator& ranks) {
+  if (!ranks.distributed()) return h5::create_file(path);
+#ifdef KAMP_HAVE_PARALLEL_HDF5
+  return h5::create_parallel_file(path, ranks.mpi_comm());
+#else
+  // CMake refuses an MPI build without a parallel HDF5; a build without MPI has one rank.
+  throw std::logic_error("kamp: several ranks without parallel HDF5");
+#endif
+}
+
+// Where tensor `e`'s `part` starts in `bytes`, which hold elements `held` of the flat buffers
+// in `width`-byte elements (the start of `bytes` for an empty part, which nothing reads).
+template <class Byte>
+Byte* start_of(Byte* bytes, const tensor_table::entry& e, const element_range& part, const element_range& held,
+               std::size_t width) {
+  return part.empty() ? bytes : bytes + (e.offset + part.first - held.first) * width;
+}
+
+// A rank failing inside the parallel file's collective calls ends the job (hdf5.hpp says why).
+[[noreturn]] void end_the_job(const std::string& message, const void* context) {
+  const auto& ranks = *static_cast<const dist::communicator*>(context);
+  std::fprintf(stderr,
+               "kamp: error (rank %d of %d) while the ranks write a checkpoint together: %s. Ending the job: the "
+               "other ranks wait in HDF5's collective calls. The previous checkpoints are intact.\n",
+               ranks.rank(), ranks.size(), message.c_str());
+  std::fflush(stderr);
+  ranks.abort(1);
+}
+
+void write_file(const std::string& path, const training_state& state, const dist::communicator& ranks) {
+  const tensor_table table = state.model.parameter_table();
+  const std::string problem =
+      dist::agree<std::invalid_argument>(ranks, "kamp::write_checkpoint: another rank's state does not fit its model",
+                                         [&] { check_tensor_sizes(state, table); });
+  if (!problem.empty()) throw std::invalid_argument(problem);
+  const element_range held = state.slice.within(table.flat_size());
+  // The slices of the ranks must be the whole table, each element once.
+  if (ranks.sum(double(held.size())) != double(table.flat_size()))
+    throw std::invalid_argument("kamp::write_checkpoint: the ranks' slices do not add up to the " +
+                                std::to_string(table.flat_size()) + " elements of the parameter table");
+  // Each dataset's content hash is the sum of the ranks' parts: one reduction for all of them.
+  std::vector<std::uint64_t> hashes;
+  for (const auto& t : state.tensors)
+    for (const auto& e : table.entries()) {
+      const element_range part = part_of(e, held);
+      hashes.push_back(
+          h5::content_hash(start_of(t.bytes.data(), e, part, held, size_of(t.type)), t.type, part.first, part.size()));
+    }
+  ranks.sum(hashes);
+  std::optional<h5::collective_failures> collective;
+  if (ranks.distributed()) collective.emplace(&end_the_job, &ranks);
+  h5::handle file = create(path, ranks);
+  const hid_t root = file.get();
+  h5::write_attribute(root, "format", std::string(format_name));
+  h5::write_attribute(root, "format_version", checkpoint_format_version);
+  h5::write_attribute(root, "kamp_version", std::string(KAMP_VERSION));
+  h5::write_attribute(root, "precision_mode", std::string(name(state.policy.mode)));
+  h5::write_attribute(root, "step", state.steps_taken);
+  h5::write_attribute(root, "attempts", state.attempts);
+  // Redundant with attempts and the options, but what a person looking for "where is the data
+  // loader" wants to see: the next training window's counter.
+  h5::write_attribute(root, "data_position", state.attempts * state.options.micro_batches);
+  h5::write_attribute(root, "run_config", state.run_config);
+  {
+    h5::handle config = h5::create_group(root, "config");
+    detail::for_each_field(state.model, attribute_writer{config.get()});
+    h5::write_attribute(config.get(), "mode", std::string(name(state.policy.mode)));
+    h5::write_attribute(config.get(), "pure_bf16_update", std::string(name(state.policy.update)));
+    h5::write_attribute(config.get(), "fp32_layers", join(state.policy.fp32_layers));
+    detail::for_each_option(state.options, attribute_writer{config.get()});
+  }
+  write_scaler(h5::create_group(root, "loss_scaler").get(), state.scaler);
+  auto hash = hashes.begin();
+  for (const auto& t : state.tensors) {
+    h5::handle group = h5::create_group(root, t.role);
+    for (const auto& e : table.entries()) {
+      const element_range part = part_of(e, held);
+      h5::write_dataset(group.get(), e.name, t.type, e.shape, start_of(t.bytes.data(), e, part, held, size_of(t.type)),
+                        part, *hash++, ranks.distributed());
+    }
+  }
+  if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0) h5::fail("flushing '" + path + "'");
+  file.close("closing '" + path + "'");
+}
+
+void fsync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) throw checkpoint_error("cannot open '" + path + "' to sync it: " + std::strerror(errno));
+  const int status = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (status != 0) throw checkpoint_error("fsync of '" + path + "' failed: " + std::strerror(error));
+}
+
+// What a path that is no checkpoint file is, for the message.
+std::string not_a_regular_file(const std::string& path) {
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  switch (status.type()) {
+    case fs::file_type::not_found: return "no such file";
+    case fs::file_type::directory:
+      return "it is a directory, not a checkpoint file: name a step-*.h5 file inside it, or use --resume auto "
+             "--checkpoint-dir " + path;
+    case fs::file_type::fifo: return "it is a FIFO (named pipe), not a checkpoint file";
+    case fs::file_type::character: return "it is a character device, not a checkpoint file";
+    case fs::file_type::block: return "it is a block device, not a checkpoint file";
+    case fs::file_type::socket: return "it is a socket, not a checkpoint file";
+    default:
+      return error ? "it cannot be examined: " + error.message() : "it is not a regular file";
+  }
+}
+
+// A format-3 dataset's stored hash and this rank's part of the recomputed one.
+struct dataset_hash {
+  std::string where;
+  std::uint64_t stored, part;
+};
+
+// Reads elements `slice` of every tensor; the format-3 content hashes are left to the caller
+// (summed over the ranks first), the others are checked here.
+training_state read_file(const std::string& path, element_range slice, std::vector<dataset_hash>& hashes) {
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) throw checkpoint_error(not_a_regular_file(path));
+  h5::handle file = h5::open_file(path);
+  const hid_t root = file.get();
+  if (h5::read_string_attribute(root, "format", "/") != format_name)
+    throw checkpoint_error("it is an HDF5 file but not a kamp checkpoint (attribute /format is not '" +
+                           std::string(format_name) + "')");
+  const std::int64_t version = h5::read_int_attribute(root, "format_version", "/");
+  // Version 1 is version 2 without the per-tensor content hashes: still read, checked without
+  // them. Version 2 hashes each dataset's bytes in sequence (checked on whole reads only).
+  if (version < 1 || version > checkpoint_format_version)
+    throw checkpoint_error("it has format version " + std::to_string(version) + " (written by kamp " +
+                           h5::read_string_attribute(root, "kamp_version", "/") + "); this kamp " + KAMP_VERSION +
+                           " reads versions 1 to " + std::to_string(checkpoint_format_version) +
+                           " only: resume with the kamp that wrote it");
+  training_state s;
+  s.kamp_version = h5::read_string_attribute(root, "kamp_version", "/");
+  const attribute_reader root_reader{root, "/"};
+  root_reader("step", s.steps_taken);
+  root_reader("attempts", s.attempts);
+  s.run_config = h5::read_string_attribute(root, "run_config", "/");
+  {
+    h5::handle config = h5::open_group(root, "config", "/config");
+    const attribute_reader read{config.get(), "/config"};
+    detail::for_each_field(s.model, read);
+    detail::for_each_option(s.options, read);
+    try {
+      s.model.validate();
+      s.policy.mode = parse_precision_mode(h5::read_string_attribute(config.get(), "mode", "/config"));
+      s.policy.update = parse_pure_bf16_update(h5::read_string_attribute(config.get(), "pure_bf16_update", "/config"));
+      s.policy.fp32_layers = split(h5::read_string_attribute(config.get(), "fp32_layers", "/config"));
+      s.policy.validate(s.model);
+      s.options.validate();
+    } catch (const std::invalid_argument& e) {
+      throw checkpoint_error(std::string("/config holds an invalid configuration: ") + e.what());
+    }
+    if (h5::read_string_attribute(root, "precision_mode", "/") != name(s.policy.mode))
+      throw checkpoint_error("attribute /precision_mode disagrees with /config mode");
+  }
+  read_scaler(h5::open_group(root, "loss_scaler", "/loss_scaler").get(), s.scaler);
+  // The claimed model against what the file holds, before the claim costs anything: a /config
+  // of 10^6 layers in a small file is refused here, not after building its parameter table.
+  {
+    const std::int64_t claimed = gpt_parameters::tensor_count(s.model.layers);
+    if (H5Lexists(root, "model", H5P_DEFAULT) <= 0)
+      throw checkpoint_error("group /model is missing: every checkpoint holds the model's tensors there");
+    h5::handle group = h5::open_group(root, "model", "/model");
+    H5G_info_t info;
+    if (H5Gget_info(group.get(), &info) < 0) h5::fail("reading group /model");
+    if (std::int64_t(info.nlinks) != claimed)
+      throw checkpoint_error("/config claims " + std::to_string(s.model.layers) + " layers (" +
+                             std::to_string(claimed) + " tensors), but /model holds " +
+                             std::to_string(info.nlinks) + " objects");
+  }
+  const tensor_table table = s.model.parameter_table();
+  const auto layout = state_layout(s.policy);
+  if (!slice.whole() && (slice.first >= slice.last || slice.last > table.flat_size()))
+    throw checkpoint_error("elements [" + std::to_string(slice.first) + ", " + std::to_string(slice.last) +
+                           ") were asked for, but the model's flat buffers have " +
+                           std::to_string(table.flat_size()));
+  s.slice = slice;
+  const element_range held = slice.within(table.flat_size());
+  // Every dataset's type and shape first: a file whose /config claims a huge model is rejected
+  // before its tensors are allocated.
+  for (const bool read : {false, true})
+    for (const auto& [role, type] : layout) {
+      if (H5Lexists(root, role.c_str(), H5P_DEFAULT) <= 0)
+        throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
+                               name(type) + " " + role + " tensors");
+      h5::handle group = h5::open_group(root, role, "/" + role);
+      const std::size_t width = size_of(type);
+      state_tensor t{role, type, std::vector<unsigned char>(read ? held.size() * width : 0, 0)};
+      for (const auto& e : table.entries()) {
+        const std::string where = "/" + role + "/" + e.name;
+        h5::handle set = h5::open_dataset(group.get(), e.name, type, e.shape, where);
+        if (!read) continue;
+        const element_range part = part_of(e, held);
+        unsigned char* out = start_of(t.bytes.data(), e, part, held, width);
+        if (!part.empty()) h5::read_elements(set, type, e.shape, out, part, where);
+        if (version == 3) {
+          hashes.push_back({where, h5::read_uint_attribute(set.get(), "content_hash", where),
+                            h5::content_hash(out, type, part.first, part.size())});
+        } else if (version == 2 && slice.whole() &&
+                   h5::read_uint_attribute(set.get(), "content_hash", where) !=
+                       h5::sequential_content_hash(out, e.size * width)) {
+          throw checkpoint_error("dataset " + where + " does not hold the values that were written (content hash "
+                                 "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
+        }
+      }
+      if (read) s.tensors.push_back(std::move(t));
+    }
+  return s;
+}
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, const training_state& state) {
+  if (!state.slice.whole())
+    throw std::invalid_argument("kamp::write_checkpoint: the state holds one rank's slice: pass the communicator "
+                                "of the ranks, which write their slices together");
+  write_checkpoint(path, state, dist::communicator());
+}
+
+void write_checkpoint(const std::string& path, const training_state& state, const dist::communicator& ranks) {
+  const std::string tmp = path + ".tmp";
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string directory = parent.empty() ? "." : parent.string();
+  const std::string problem = dist::agree<checkpoint_error>(
+      ranks, "writing '" + path + "' failed on another rank (its message is in the job's standard error)", [&] {
+      try {
+        write_file(tmp, state, ranks);
+        // Written through MPI-IO chunk by chunk, a full disk may go unreported (the serial path
+        // builds the file in memory for that reason): every rank reads its slices back and the
+        // content hashes are compared before the file replaces anything.
+        if (ranks.distributed()) read_checkpoint(tmp, ranks, state.slice);
+      } catch (const checkpoint_error& e) {
+        // HDF5's messages do not carry errno: the free space tells whether the disk filled up.
+        std::error_code error;
+        const fs::space_info space = fs::space(directory, error);
+        if (error) throw;
+        throw checkpoint_error(std::string(e.what()) + " (the file system of '" + directory + "' has " +
+                               std::to_string(space.available >> 10) + " KiB of space left)");
+      }
+      // Every rank has closed the file (closing it is collective); one rank commits it.
+      if (ranks.rank() == 0) {
+        fsync_path(tmp, O_RDONLY);
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+          throw checkpoint_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+        // The rename is durable only once the directory entry is.
+        fsync_path(directory, O_RDONLY | O_DIRECTORY);
+      }
+      });
+  if (problem.empty()) return;
+  if (ranks.rank() == 0) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+  }
+  throw checkpoint_error(problem);
+}
+
+training_state read_checkpoint(const std::string& path) { return read_checkpoint(path, dist::communicator(), {}); }
+
+training_state read_checkpoint(const std::string& path, const dist::communicator& ranks, element_range slice) {
+  // Every rank reads its own slice; all of them succeed or all throw (the hashes are summed over
+  // the ranks, a collective none may leave waiting).
+  training_state s;
+  std::vector<dataset_hash> hashes;
+  const std::string unread = dist::agree<checkpoint_error>(
+      ranks, "another rank could not read its part of it (its message is in the job's standard error)",
+      [&] { s = read_file(path, slice, hashes); });
+  if (!unread.empty()) throw checkpoint_error("checkpoint '" + path + "': " + unread);
+  std::vector<std::uint64_t> sums;
+  for (const auto& h : hashes) sums.push_back(h.part);
+  // The parts add up to a dataset's hash only when the ranks' slices cover the flat buffers.
+  const std::size_t flat = s.model.parameter_table().flat_size();
+  const bool covered = slice.whole() || ranks.sum(double(slice.size())) == double(flat);
+  if (!slice.whole()) ranks.sum(sums);
+  for (std::size_t i = 0; covered && i < hashes.size(); ++i)
+    if (sums[i] != hashes[i].stored)
+      throw checkpoint_error("checkpoint '" + path + "': dataset " + hashes[i].where +
+                             " does not hold the values that were written (content hash mismatch: a chunk was "
+                             "zeroed or rewritten with a valid checksum)");
+  // The same verdict for kamp-inspect as for a resume: a state no trainer could have produced
+  // is refused here, not only when a run restores it.
+  const std::string invalid = dist::agree<std::invalid_argument>(
+      ranks, "another rank's part of it is not a valid state", [&] { check_state(s, s.model.parameter_table()); });
+  if (!invalid.empty()) throw checkpoint_error("checkpoint '" + path + "': " + invalid);
+  return s;
+}
+
+std::uint64_t checkpoint_tensor_bytes(const gpt_config& model, const precision_policy& policy) {
+  const std::uint64_t elements = model.parameter_table().flat_size();
+  std::uint64_t bytes = 0;
+  for (const auto& [role, type] : state_layout(policy)) bytes += elements * size_of(type);
+  return bytes;
+}
+
+}  // namespace kamp
