@@ -117,10 +117,13 @@ void add_checkpoint_options(CLI::App& app, run_settings& s) {
 
 // What the precision rules judge beyond the mode (kamp::run_request).
 void add_precision_request_options(CLI::App& app, kamp::run_request& request) {
-  app.add_option("--loss-scaling", request.loss_scaling,
-                 "amp_fp16's loss scaling: dynamic (PyTorch's GradScaler), static (fixed at --loss-scale) or off")
-      ->check(CLI::IsMember({"dynamic", "static", "off"}))
-      ->capture_default_str();
+  // Checked against the enum's spellings first, so the parse below always succeeds.
+  app.add_option_function<std::string>(
+         "--loss-scaling",
+         [scaling = &request.loss_scaling](const std::string& s) { *scaling = kamp::parse_loss_scaling(s); },
+         "amp_fp16's loss scaling: dynamic (PyTorch's GradScaler), static (fixed at --loss-scale) or off")
+      ->check(kamp::app::one_of(kamp::loss_scaling_modes(), kamp::parse_loss_scaling))
+      ->default_str(kamp::name(request.loss_scaling));
   app.add_flag("--force-unscaled-fp16", request.force_unscaled_fp16,
                "Run amp_fp16 with --loss-scaling off although small gradients then vanish");
   app.add_option("--quantization", request.quantization,

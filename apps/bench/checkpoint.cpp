@@ -44,8 +44,7 @@ void checkpoints(report& out, int repeat, const std::string& directory) {
   options.steps = 1;
   std::printf("  checkpoints of the reference GPT (%zu parameters) in %s\n", config.parameter_table().parameter_count(),
               scratch.c_str());
-  for (const auto mode : {precision_mode::fp32, precision_mode::amp_bf16, precision_mode::amp_fp16,
-                          precision_mode::pure_bf16}) {
+  for (const auto mode : precision_modes()) {
     precision_policy policy;
     policy.mode = mode;
     trainer t(config, policy, options, data);
@@ -70,10 +69,11 @@ void checkpoints(report& out, int repeat, const std::string& directory) {
                      {"read_seconds", read.seconds},
                      {"read_speed_vs_raw_fread", read.speed_ratio},
                      {"read_and_restore_seconds", restore}});
-    std::printf("  %-22s %6.1f MB (state %6.1f MB)  write %6.3f s (%4.2f x raw+fsync)  read %6.3f s (%4.2f x raw)  "
-                "read+restore %6.3f s\n",
-                name.c_str(), bytes / 1e6, double(payload) / 1e6, write.seconds, write.speed_ratio, read.seconds,
-                read.speed_ratio, restore);
+    std::printf(
+        "  %-22s %6.1f MB (state %6.1f MB)  write %6.3f s (%4.2f x raw+fsync)  read %6.3f s (%4.2f x raw)  "
+        "read+restore %6.3f s\n",
+        name.c_str(), bytes / 1e6, double(payload) / 1e6, write.seconds, write.speed_ratio, read.seconds,
+        read.speed_ratio, restore);
   }
   fs::remove_all(scratch);
 }

@@ -148,7 +148,8 @@ void gemm_kernels(report& out, int repeat, bool large) {
     if constexpr (std::is_same_v<memory, Kokkos::HostSpace>) {
       try {
         dnnl_matmul direct(s, a16.data(), b16.data(), c_ref.data());
-        run("oneDNN bf16 direct", "dnnl", [&] { direct(); }, sgemm, reference_name);
+        run(
+            "oneDNN bf16 direct", "dnnl", [&] { direct(); }, sgemm, reference_name);
       } catch (const dnnl::error&) {
         std::printf("  %-15s oneDNN bf16 direct: no bf16 matmul on this CPU\n", s.name);
       }

@@ -103,8 +103,8 @@ roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, int r
   std::map<std::tuple<int, int, int, int, bool, bool, float, float, bool, dtype, dtype, dtype, std::string>, double>
       timed;
   for (const gemm_record& r : traffic.gemms()) {
-    const auto key = std::make_tuple(r.m, r.n, r.k, r.batch, r.trans_a, r.trans_b, r.alpha, r.beta, r.bias, r.a, r.b,
-                                     r.c, r.path);
+    const auto key =
+        std::make_tuple(r.m, r.n, r.k, r.batch, r.trans_a, r.trans_b, r.alpha, r.beta, r.bias, r.a, r.b, r.c, r.path);
     auto it = timed.find(key);
     if (it == timed.end()) {
       bool measured = false;

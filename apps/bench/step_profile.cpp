@@ -17,7 +17,7 @@ struct ledger {
   bool active = false;
   std::map<std::string, double> seconds;
   std::vector<std::pair<std::string, clock::time_point>> regions;  ///< open regions, outermost first
-  int gemm_depth = 0;  ///< open kamp::gemm regions
+  int gemm_depth = 0;                                              ///< open kamp::gemm regions
   std::map<std::uint64_t, std::pair<std::string, clock::time_point>> kernels;
   std::uint64_t next_kernel = 0;
 };

@@ -33,8 +33,9 @@ std::map<std::string, double> profile_steps(report& out, trainer& t, precision_m
   std::sort(rows.rbegin(), rows.rend());
   const double step_ms = 1e3 * step_seconds / steps;
   if (print)
-    std::printf("    profile %s: %.1f ms per step, %.1f ms in Kokkos kernels and GEMM regions (bound: the roofline's)\n",
-                name(mode), step_ms, total);
+    std::printf(
+        "    profile %s: %.1f ms per step, %.1f ms in Kokkos kernels and GEMM regions (bound: the roofline's)\n",
+        name(mode), step_ms, total);
   auto& entry = out.doc()["profiles"][name(mode)];
   entry["step_ms"] = step_ms;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -42,8 +43,9 @@ std::map<std::string, double> profile_steps(report& out, trainer& t, precision_m
     const auto bound = limit.bound_ms.find(rows[i].second);
     if (print && i < 16) {
       if (bound != limit.bound_ms.end())
-        std::printf("      %7.2f ms  %5.1f%%  bound %6.2f ms (%4.2f)  %s\n", rows[i].first, 100 * rows[i].first / step_ms,
-                    bound->second, bound->second / rows[i].first, rows[i].second.c_str());
+        std::printf("      %7.2f ms  %5.1f%%  bound %6.2f ms (%4.2f)  %s\n", rows[i].first,
+                    100 * rows[i].first / step_ms, bound->second, bound->second / rows[i].first,
+                    rows[i].second.c_str());
       else
         std::printf("      %7.2f ms  %5.1f%%  no bound reported   %s\n", rows[i].first, 100 * rows[i].first / step_ms,
                     rows[i].second.c_str());
@@ -58,10 +60,10 @@ void report_roofline(report& out, precision_mode mode, const roofline& limit, co
                      double step_ms, const std::map<std::string, double>& ms, double triad_gb_per_s) {
   const std::string m = name(mode);
   const double fraction = limit.total_ms() / step_ms;
-  std::printf("  %-44s %6.1f ms (GEMMs %.1f at their vendor rates + kernels %.1f at %.1f GB/s); step %.1f ms: %.2f "
-              "of the limit\n",
-              ("roofline " + m).c_str(), limit.total_ms(), limit.gemm_ms, limit.kernel_ms, triad_gb_per_s, step_ms,
-              fraction);
+  std::printf(
+      "  %-44s %6.1f ms (GEMMs %.1f at their vendor rates + kernels %.1f at %.1f GB/s); step %.1f ms: %.2f "
+      "of the limit\n",
+      ("roofline " + m).c_str(), limit.total_ms(), limit.gemm_ms, limit.kernel_ms, triad_gb_per_s, step_ms, fraction);
   for (const auto& missing : limit.unmeasured) std::printf("    (no bound measured for %s)\n", missing.c_str());
   nlohmann::json& r = out.doc()["roofline"][m];
   r["roofline_ms"] = limit.total_ms();
@@ -72,8 +74,12 @@ void report_roofline(report& out, precision_mode mode, const roofline& limit, co
   r["triad_gb_per_s"] = triad_gb_per_s;
   r["gemms_per_step"] = traffic.gemms().size();
   for (const gemm_record& g : traffic.gemms())
-    r["gemms"].push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"types", std::string(name(g.a)) + "," +
-                           name(g.b) + "," + name(g.c)}, {"path", g.path}});
+    r["gemms"].push_back({{"m", g.m},
+                          {"n", g.n},
+                          {"k", g.k},
+                          {"batch", g.batch},
+                          {"types", std::string(name(g.a)) + "," + name(g.b) + "," + name(g.c)},
+                          {"path", g.path}});
   for (const auto& [label, bound] : limit.bound_ms) {
     nlohmann::json& k = r["kernels"][label];
     k["bound_ms"] = bound;
@@ -106,8 +112,7 @@ void training_steps(report& out, int steps, bool profile) {
     triad_gb_per_s = triad.bytes() / median_seconds(10, triad) / 1e9;
   }
   out.value("train_stream_triad_gb_per_s", triad_gb_per_s);
-  for (const auto mode : {precision_mode::fp32, precision_mode::amp_bf16, precision_mode::amp_fp16,
-                          precision_mode::pure_bf16}) {
+  for (const auto mode : precision_modes()) {
     precision_policy policy;
     policy.mode = mode;
     trainer t(config, policy, options, data);

@@ -102,7 +102,9 @@ double train(const char* mode) {
       dy("dy", batch, 1), d2("d2", batch, width), d1("d1", batch, width);
   Kokkos::View<float*, memory> u("u", batch);
   Kokkos::View<double, memory> loss("loss");
-  const auto flat = [](const auto& m) { return vector<typename std::decay_t<decltype(m)>::value_type>(m.data(), m.size()); };
+  const auto flat = [](const auto& m) {
+    return vector<typename std::decay_t<decltype(m)>::value_type>(m.data(), m.size());
+  };
   const auto state = scaler.state();
   const auto forward = [&] {  // GEMMs read T, accumulate in fp32; biases are the fp32 master's
     const auto bias = [&](int l) { return vector<const float>(p.bias(optimizer.master(), l)); };

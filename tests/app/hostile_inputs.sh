@@ -40,6 +40,9 @@ expect "JSON key twice" 104 "key 'steps' appears twice" "$train" --config "$scra
 printf 'warmup = [1, 2]\n' >"$scratch/list.toml"
 expect "a list for a one-value option" 104 "'warmup' takes one value, not a list of 2" "$train" --config "$scratch/list.toml"
 expect "negative seed" 105 "the seed is a non-negative integer, got -1" "$train" "${tiny[@]}" --seed -1
+# The enumerator's C++ name is no spelling: kamp::loss_scaling::fixed is --loss-scaling static.
+expect "unknown loss scaling" 105 "--loss-scaling: unknown loss scaling 'fixed': expected dynamic, static or off" \
+  "$train" "${tiny[@]}" --loss-scaling fixed
 
 # Checkpoint paths that are not files.
 expect "a directory as the checkpoint" 1 "is a directory, not a checkpoint file" "$inspect" "$ck"

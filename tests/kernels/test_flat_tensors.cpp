@@ -28,7 +28,8 @@ TEST_CASE("tensor views alias the flat buffer", "[kernels]") {
   b(3) = 42.0f;
   CHECK(flat(4 + 3) == 42.0f);
   Kokkos::View<float*, Kokkos::HostSpace> small("small", 5);
-  CHECK_THROWS_WITH(kamp::tensor_view(small, table, 1), kamp::test::contains("'small' has 5 elements, the table needs 8"));
+  CHECK_THROWS_WITH(kamp::tensor_view(small, table, 1),
+                    kamp::test::contains("'small' has 5 elements, the table needs 8"));
 }
 
 TEST_CASE("shards are contiguous, aligned, disjoint and cover the buffer", "[kernels]") {

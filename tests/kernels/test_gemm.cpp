@@ -112,8 +112,7 @@ void check_gemm(int m, int n, int k, kamp::op op_a, kamp::op op_b, float alpha, 
                                  : kamp::gemm_path_for<ExecSpace>(op_a, op_b, alpha, A, B, beta, C, bias);
     INFO(m << "x" << n << "x" << k << " ran " << gemm_region_path << ", gemm_path_for says " << path);
     CHECK(gemm_region_path == path);
-    const std::string expected =
-        expected_path<ExecSpace, TA, TB, TC>(beta != 0.0f || (with_bias && alpha != 1.0f));
+    const std::string expected = expected_path<ExecSpace, TA, TB, TC>(beta != 0.0f || (with_bias && alpha != 1.0f));
     // Where oneDNN has native bf16, it alone decides which small or odd shapes get only its
     // reference kernel (and go portable); the 256^3 case below asserts it takes the rest.
     const bool onednn_bf16 = expected == "dnnl" && !std::is_same_v<TA, float>;
@@ -335,11 +334,9 @@ void check_attention_heads() {
   // qkv (B*H, T, 3*D) holds q, k and v side by side; attention scores S = q k^T per head.
   const int batch = 6, t = 37, d = 16;
   Kokkos::View<T***, Kokkos::LayoutRight, memory> qkv("qkv", batch, t, 3 * d);
-  const auto values =
-      kamp::test::narrowed<T>(kamp::test::normal_values(std::size_t(batch) * t * 3 * d, 1.0f, 9));
-  Kokkos::deep_copy(qkv,
-                    Kokkos::View<const T***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                        values.data(), batch, t, 3 * d));
+  const auto values = kamp::test::narrowed<T>(kamp::test::normal_values(std::size_t(batch) * t * 3 * d, 1.0f, 9));
+  Kokkos::deep_copy(qkv, Kokkos::View<const T***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                             values.data(), batch, t, 3 * d));
   const auto q = Kokkos::subview(qkv, Kokkos::ALL, Kokkos::ALL, std::make_pair(0, d));
   const auto k = Kokkos::subview(qkv, Kokkos::ALL, Kokkos::ALL, std::make_pair(d, 2 * d));
   Kokkos::View<float***, Kokkos::LayoutRight, memory> s("s", batch, t, t);

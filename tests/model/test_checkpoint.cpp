@@ -63,10 +63,7 @@ std::vector<double> train_until(kamp::trainer& t, std::int64_t steps) {
 
 TEST_CASE("N steps equal N/2 steps, save, load into a new trainer, N/2 steps, bitwise, in every mode",
           "[model][checkpoint]") {
-  const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
-                          policy(kamp::precision_mode::amp_fp16),
-                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::kahan),
-                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
+  const auto p = GENERATE(from_range(kamp::test::every_policy()));
   INFO("mode " << kamp::name(p.mode) << " " << kamp::name(p.update));
   const int n = 10;
   const scratch_dir dir("resume");
@@ -93,10 +90,7 @@ TEST_CASE("N steps equal N/2 steps, save, load into a new trainer, N/2 steps, bi
 }
 
 TEST_CASE("the state layout names what each mode's trainer keeps", "[model][checkpoint]") {
-  const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
-                          policy(kamp::precision_mode::amp_fp16),
-                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::kahan),
-                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
+  const auto p = GENERATE(from_range(kamp::test::every_policy()));
   const kamp::trainer t(small_model(), p, short_run(1), corpus(small_model()));
   const auto state = t.state();
   const auto layout = kamp::state_layout(p);

@@ -90,8 +90,7 @@ TEMPLATE_TEST_CASE("attention over a KV cache equals fp64 attention over the sam
 }
 
 TEST_CASE("the KV-cache decoder's logits equal the full-context forward at every position", "[model][decoder]") {
-  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
-                             kamp::precision_mode::pure_bf16);
+  const auto mode = GENERATE(from_range(kamp::precision_modes()));
   CAPTURE(kamp::name(mode));
   const kamp::precision_policy policy = kamp::test::policy(mode);
   const auto shape = kamp::test::gpt_shape(24, 2, 2, 32, 64);

@@ -49,9 +49,7 @@ TEST_CASE("sharding divides what each ZeRO stage splits by the number of ranks",
 }
 
 TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' allocation callbacks", "[model][plan]") {
-  const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
-                          policy(kamp::precision_mode::amp_fp16), policy(kamp::precision_mode::pure_bf16),
-                          policy(kamp::precision_mode::pure_bf16, kamp::pure_bf16_update::stochastic));
+  const auto p = GENERATE(from_range(kamp::test::every_policy()));
   INFO(kamp::name(p.mode) << " " << kamp::name(p.update));
   const kamp::gpt_config config = kamp::test::tiny_model();
   const kamp::token_dataset& data = kamp::test::corpus(config);

@@ -54,8 +54,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& text) {
 }  // namespace
 
 TEST_CASE("a healthy step has no finding, and diagnosing leaves the run unchanged", "[model][doctor]") {
-  const auto mode = GENERATE(kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
-                             kamp::precision_mode::pure_bf16);
+  const auto mode = GENERATE(from_range(kamp::precision_modes()));
   kamp::trainer t(two_layers, policy(mode), options(), corpus(two_layers));
   t.step();
   const kamp::training_state before = t.state();

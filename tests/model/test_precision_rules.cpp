@@ -63,7 +63,7 @@ TEST_CASE("quantization alone is refused as unsupported", "[model][rules]") {
 
 TEST_CASE("amp_fp16 without a loss scaler is refused unless forced", "[model][rules]") {
   kamp::run_request request;
-  request.loss_scaling = "off";
+  request.loss_scaling = kamp::loss_scaling::off;
   const auto refused = kamp::check_precision(policy(kamp::precision_mode::amp_fp16), request, native);
   REQUIRE(find(refused, "fp16-needs-loss-scaling") != nullptr);
   CHECK(find(refused, "fp16-needs-loss-scaling")->severity == level::error);
@@ -71,7 +71,7 @@ TEST_CASE("amp_fp16 without a loss scaler is refused unless forced", "[model][ru
   request.force_unscaled_fp16 = true;
   const auto forced = kamp::check_precision(policy(kamp::precision_mode::amp_fp16), request, native);
   CHECK(find(forced, "fp16-needs-loss-scaling")->severity == level::warning);
-  request.loss_scaling = "static";
+  request.loss_scaling = kamp::loss_scaling::fixed;
   CHECK(find(kamp::check_precision(policy(kamp::precision_mode::amp_fp16), request, native),
              "fp16-needs-loss-scaling") == nullptr);
   // Other modes need no scaler; asking for one is explained, not refused.
@@ -82,9 +82,18 @@ TEST_CASE("amp_fp16 without a loss scaler is refused unless forced", "[model][ru
   kamp::apply_loss_scaling(request, o);
   CHECK_FALSE(o.scaler.dynamic);
   CHECK(o.scaler.init_scale == 65536.0f);
-  request.loss_scaling = "off";
+  request.loss_scaling = kamp::loss_scaling::off;
   kamp::apply_loss_scaling(request, o);
   CHECK(o.scaler.init_scale == 1.0f);
+}
+
+TEST_CASE("loss scalings are spelled by name() and parsed back; an unknown spelling lists the choices",
+          "[model][rules]") {
+  for (const auto s : kamp::loss_scaling_modes()) CHECK(kamp::parse_loss_scaling(kamp::name(s)) == s);
+  CHECK(std::string(kamp::name(kamp::loss_scaling::fixed)) == "static");
+  CHECK(kamp::run_request{}.loss_scaling == kamp::loss_scaling::dynamic);
+  CHECK_THROWS_WITH(kamp::parse_loss_scaling("fixed"),
+                    kamp::test::contains("unknown loss scaling 'fixed': expected dynamic, static or off"));
 }
 
 TEST_CASE("bf16 without native hardware support is a note naming what was detected and what it costs",

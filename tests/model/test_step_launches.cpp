@@ -55,8 +55,7 @@ std::string promised_path(const std::string& region) {
 }  // namespace
 
 TEST_CASE("a steady-state training step neither waits for nor copies from the host", "[model][launches]") {
-  for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
-                          kamp::precision_mode::pure_bf16}) {
+  for (const auto mode : kamp::precision_modes()) {
     const tally step = steady_step(mode, 2, 2);
     INFO(name(mode) << ": fences" << listed(step.fence_names) << "\ncopies" << listed(step.copy_names));
     CHECK(step.fences == 0);
@@ -94,8 +93,7 @@ TEST_CASE("launches per layer do not depend on the number of heads", "[model][la
 }
 
 TEST_CASE("every GEMM of a step takes the path its types have on this machine", "[model][launches]") {
-  for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16,
-                          kamp::precision_mode::pure_bf16}) {
+  for (const auto mode : kamp::precision_modes()) {
     const int layers = 2;
     const tally step = steady_step(mode, layers, 2);
     // Per layer: 4 Linear forwards, 2 attention matmuls, and their backward (2 per Linear,

@@ -89,11 +89,11 @@ TEMPLATE_TEST_CASE("gelu backward matches finite differences in fp64", "[nn]", K
   const dvec<Space> y("y", n);
   kamp::gelu_forward(Space(), kamp::test::to_device<double, Space>(x, "x"), y);
   const auto yh = flat_host(y);
-  for (std::size_t i = 0; i < n; ++i) CHECK(yh[i] == Approx(0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)))).margin(1e-3));
+  for (std::size_t i = 0; i < n; ++i)
+    CHECK(yh[i] == Approx(0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)))).margin(1e-3));
 }
 
-TEMPLATE_TEST_CASE("causal softmax backward matches finite differences in fp64", "[nn]",
-                   KAMP_TEST_EXECUTION_SPACES) {
+TEMPLATE_TEST_CASE("causal softmax backward matches finite differences in fp64", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   const std::size_t t = 6, rows = 3 * t;  // three (batch, head) pairs of t queries
   auto s = normal_doubles(rows * t, 2.0, 21);
@@ -152,15 +152,15 @@ TEMPLATE_TEST_CASE("cross entropy gradient matches finite differences in fp64", 
   CHECK(gradient_error(loss, z, flat_host(dz), sample_indices(0, n * v, n * v, 32)) < tolerance);
 }
 
-TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position", "[nn]",
-                   KAMP_TEST_EXECUTION_SPACES) {
+TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   const int batch = 3, t = 4, vocab = 9, c = 5;
   const std::vector<int> tokens{1, 4, 4, 0, 8, 1, 4, 2, 0, 0, 7, 1};
   auto wte = normal_doubles(vocab * c, 1.0, 41), wpe = normal_doubles(t * c, 1.0, 42);
   const auto w = normal_doubles(batch * t * c, 1.0, 43);
   Kokkos::View<int**, typename Space::memory_space> tok("tokens", batch, t);
-  Kokkos::deep_copy(tok, Kokkos::View<const int**, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(tokens.data(), batch, t));
+  Kokkos::deep_copy(tok,
+                    Kokkos::View<const int**, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(tokens.data(), batch, t));
   const Kokkos::View<const int**, typename Space::memory_space> ctok = tok;
   const auto loss = [&] {
     const dmat<Space> out("out", batch * t, c);

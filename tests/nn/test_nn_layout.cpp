@@ -86,8 +86,8 @@ TEMPLATE_TEST_CASE("residual_with_bias adds the bias to every row of the skip co
   for (int i = 0; i < n * c; ++i) x[i] = 0.25f * float(i) - 3.0f;
   for (int j = 0; j < c; ++j) bias[j] = 0.5f * float(j);
   Kokkos::View<float**, Kokkos::LayoutRight, memory> xd("x", n, c), out("out", n, c);
-  Kokkos::deep_copy(xd, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                            x.data(), n, c));
+  Kokkos::deep_copy(
+      xd, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(x.data(), n, c));
   kamp::residual_with_bias(Space(), xd, kamp::test::to_device<float, Space>(bias, "bias"), out);
   const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   int wrong = 0;

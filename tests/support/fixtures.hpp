@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace kamp::test {
 
@@ -39,6 +40,20 @@ inline precision_policy policy(precision_mode mode, pure_bf16_update update = pu
   p.mode = mode;
   p.update = update;
   return p;
+}
+
+/// Every policy a trainer tells apart: one per precision mode, in precision_modes() order, and
+/// pure_bf16 once per update (no fp32 override).
+inline std::vector<precision_policy> every_policy() {
+  std::vector<precision_policy> all;
+  for (const precision_mode mode : precision_modes()) {
+    if (mode != precision_mode::pure_bf16) {
+      all.push_back(policy(mode));
+      continue;
+    }
+    for (const pure_bf16_update update : pure_bf16_updates()) all.push_back(policy(mode, update));
+  }
+  return all;
 }
 
 /// Options of a run of `steps` optimizer steps on micro-batches of `batch` sequences, peak

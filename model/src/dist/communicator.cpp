@@ -128,7 +128,7 @@ struct request::state {
   std::vector<int> counts, displacements;  ///< MPI reads them until the collective completes
   std::vector<unsigned char> staged;       ///< the host copy MPI works on when it cannot read the buffer
   Kokkos::View<bf16*, memory_space> narrow;
-  std::function<void()> finish;            ///< after MPI: copy back, move the result into place
+  std::function<void()> finish;  ///< after MPI: copy back, move the result into place
 
   // Where MPI works on `bytes` bytes at `data` (model memory): the buffer itself when MPI can
   // read it, else a host copy (filled now when `in`; copy_back() returns it).
@@ -182,8 +182,8 @@ request communicator::start_reduce_scatter_sum(float* buffer, const std::vector<
   if (counts.size() != std::size_t(size_))
     throw std::invalid_argument("kamp::dist::reduce_scatter_sum: one count per rank is needed");
   if (wire != dtype::fp32 && wire != dtype::bf16)
-    throw std::invalid_argument(std::string("kamp::dist::reduce_scatter_sum: gradients are reduced in fp32 or bf16, not ") +
-                                name(wire));
+    throw std::invalid_argument(
+        std::string("kamp::dist::reduce_scatter_sum: gradients are reduced in fp32 or bf16, not ") + name(wire));
   request out;
   if (size_ == 1) return out;
   std::size_t n = 0, first = 0;
@@ -240,8 +240,7 @@ request communicator::start_reduce_scatter_sum(float* buffer, const std::vector<
   return out;
 }
 
-void communicator::all_gather(void* buffer, std::size_t element_bytes,
-                              const std::vector<element_range>& parts) const {
+void communicator::all_gather(void* buffer, std::size_t element_bytes, const std::vector<element_range>& parts) const {
   start_all_gather(buffer, element_bytes, parts).wait();
 }
 
@@ -265,8 +264,8 @@ request communicator::start_all_gather(void* buffer, std::size_t element_bytes,
   check(MPI_Type_contiguous(as_count(element_bytes), MPI_BYTE, &element), "MPI_Type_contiguous");
   MPI_Type_commit(&element);
   void* data = s.address(buffer, end * element_bytes, gpu_aware_, true);
-  const int started = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, s.counts.data(),
-                                      s.displacements.data(), element, comm_, &s.mpi);
+  const int started = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, s.counts.data(), s.displacements.data(),
+                                      element, comm_, &s.mpi);
   MPI_Type_free(&element);  // MPI keeps it until the collective completes
   check(started, "MPI_Iallgatherv");
   s.finish = [&s, buffer] { s.copy_back(buffer); };
@@ -305,8 +304,9 @@ environment::environment(int& argc, char**& argv) {
   initialized_ = true;
   // Kokkos' OpenMP threads run between MPI calls, which only the main thread makes.
   if (provided < MPI_THREAD_FUNNELED)
-    throw std::runtime_error("kamp::dist: the MPI library does not support MPI_THREAD_FUNNELED, which kamp needs "
-                             "(its OpenMP threads run while the main thread calls MPI)");
+    throw std::runtime_error(
+        "kamp::dist: the MPI library does not support MPI_THREAD_FUNNELED, which kamp needs "
+        "(its OpenMP threads run while the main thread calls MPI)");
   // Errors come back as codes and become exceptions with MPI's message.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   world_ = communicator(MPI_COMM_WORLD);

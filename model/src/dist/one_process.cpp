@@ -23,10 +23,7 @@ void communicator::broadcast(std::vector<unsigned char>&, int) const {}
 void communicator::reduce_scatter_sum(float*, const std::vector<std::size_t>&, dtype) const {}
 void communicator::all_gather(void*, std::size_t, const std::vector<element_range>&) const {}
 request communicator::start_reduce_scatter_sum(float*, const std::vector<std::size_t>&, dtype) const { return {}; }
-request communicator::start_all_gather(void*, std::size_t,
-                                       const std::vector<element_range>&) const {
-  return {};
-}
+request communicator::start_all_gather(void*, std::size_t, const std::vector<element_range>&) const { return {}; }
 void communicator::gather(const void* part, void* full, std::size_t element_bytes,
                           const std::vector<std::size_t>& counts, int) const {
   std::memcpy(full, part, counts.at(0) * element_bytes);
@@ -35,9 +32,10 @@ void communicator::abort(int code) const { std::exit(code); }
 
 environment::environment(int&, char**&) {
   if (launched())
-    throw std::runtime_error("this kamp was built without MPI but an MPI launcher started it: every rank would "
-                             "train alone. Rebuild kamp with MPI (Debian: libopenmpi-dev), or run without the "
-                             "launcher (KAMP_MPI=0 runs each process alone on purpose)");
+    throw std::runtime_error(
+        "this kamp was built without MPI but an MPI launcher started it: every rank would "
+        "train alone. Rebuild kamp with MPI (Debian: libopenmpi-dev), or run without the "
+        "launcher (KAMP_MPI=0 runs each process alone on purpose)");
 }
 environment::~environment() = default;
 

@@ -32,8 +32,9 @@ struct sharded_units::unit_buffers {
   dist::request copy_gather, exact_gather, reduction;
 };
 
-sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks, const std::vector<element_range>& shards,
-                             dtype gradient_wire, bool gather_weights, bool keep_gathered, weights_source source)
+sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks,
+                             const std::vector<element_range>& shards, dtype gradient_wire, bool gather_weights,
+                             bool keep_gathered, weights_source source)
     : model_(model),
       ranks_(ranks),
       shards_(shards),
@@ -77,8 +78,10 @@ sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks,
     }
   };
   if (gather_weights)
-    size_slots(weight_slots_, keep_gathered ? units : std::min(units, 3), [&](int u) { return weight_slot(u); }, true);
-  size_slots(gradient_slots_, std::min(units, 3), [&](int u) { return gradient_slot(u); }, false);
+    size_slots(
+        weight_slots_, keep_gathered ? units : std::min(units, 3), [&](int u) { return weight_slot(u); }, true);
+  size_slots(
+      gradient_slots_, std::min(units, 3), [&](int u) { return gradient_slot(u); }, false);
   const auto [first, last] = shards[ranks.rank()];
   shard_grads_ = Kokkos::View<float*, memory_space>("kamp::trainer::gradient_shard", last - first);
   model.shard(this);
@@ -86,9 +89,7 @@ sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks,
 
 sharded_units::~sharded_units() = default;
 
-int sharded_units::weight_slot(int unit) const {
-  return unit == 0 || keep_gathered_ ? unit : 1 + (unit - 1) % 2;
-}
+int sharded_units::weight_slot(int unit) const { return unit == 0 || keep_gathered_ ? unit : 1 + (unit - 1) % 2; }
 
 int sharded_units::gradient_slot(int unit) const { return unit == 0 ? 0 : 1 + (unit - 1) % 2; }
 
@@ -107,8 +108,9 @@ void sharded_units::gather(int unit) {
                                                                                        piece.size * width));
   const auto* master = static_cast<const float*>(source_.master.data);
   for (const auto& piece : exact_[unit].mine)
-    Kokkos::deep_copy(ex, floats(b.exact.data() + piece.packed, piece.size),
-                      Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + piece.shard, piece.size));
+    Kokkos::deep_copy(
+        ex, floats(b.exact.data() + piece.packed, piece.size),
+        Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + piece.shard, piece.size));
   ex.fence();  // MPI reads the slot
   b.copy_gather = ranks_.start_all_gather(b.copy.data(), width, params_[unit].parts);
   if (master != nullptr) b.exact_gather = ranks_.start_all_gather(b.exact.data(), sizeof(float), exact_[unit].parts);
@@ -129,7 +131,7 @@ void sharded_units::bind_unit(int unit) {
   for (const std::size_t t : model_.parameters().units[unit]) {
     const void* copy = b.copy.data() + packed_at_[t] * width;
     // Without master weights the exact weights are the copy.
-    const void* exact = source_.master.data == nullptr ? copy
+    const void* exact = source_.master.data == nullptr    ? copy
                         : exact_at_[t] != std::size_t(-1) ? static_cast<const void*>(b.exact.data() + exact_at_[t])
                                                           : nullptr;
     model_.bind_tensor(t, exact, copy);
@@ -172,7 +174,8 @@ void sharded_units::reduce_done(int slot) {
   b.reduction.wait();
   waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto& piece : params_[b.reducing].mine)
-    accumulate(model_.space(), floats(shard_grads_.data() + piece.shard, piece.size), floats(b.grads.data() + piece.packed, piece.size));
+    accumulate(model_.space(), floats(shard_grads_.data() + piece.shard, piece.size),
+               floats(b.grads.data() + piece.packed, piece.size));
   b.reducing = -1;
 }
 

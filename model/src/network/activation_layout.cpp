@@ -11,10 +11,10 @@ layer_dtypes::layer_dtypes(const gpt_config& config, const precision_policy& pol
     return t == dtype::fp32 ? fp32_as : t;
   };
   for (int l = 0; l < config.layers; ++l) {
-    attn.push_back(resolve("h" + std::to_string(l) + ".attn"));
-    mlp.push_back(resolve("h" + std::to_string(l) + ".mlp"));
+    attn.push_back(resolve(layer_name(l, layer_part::attention)));
+    mlp.push_back(resolve(layer_name(l, layer_part::mlp)));
   }
-  head = resolve("lm_head");
+  head = resolve(layer_name(0, layer_part::head));
   widest = head;
   for (const auto& list : {attn, mlp})
     for (const dtype t : list)

@@ -9,6 +9,8 @@
 namespace kamp {
 
 namespace {
+using detail::flat;
+using detail::read_only;
 template <class M>
 using views = detail::views<M>;
 }  // namespace
@@ -68,8 +70,8 @@ template <class ES>
 typename gpt_decoder<ES>::logits_view gpt_decoder<ES>::advance(int token) {
   if (binding_.exact.data == nullptr) throw std::logic_error("kamp::gpt_decoder: bind_weights() before advance()");
   if (token < 0 || token >= config_.vocab)
-    throw std::invalid_argument("kamp::gpt_decoder: token " + std::to_string(token) + " is outside the vocabulary [0, " +
-                                std::to_string(config_.vocab) + ")");
+    throw std::invalid_argument("kamp::gpt_decoder: token " + std::to_string(token) +
+                                " is outside the vocabulary [0, " + std::to_string(config_.vocab) + ")");
   if (position_ >= config_.context)
     throw std::length_error("kamp::gpt_decoder: the cache holds " + std::to_string(config_.context) +
                             " positions (the context) and is full: reset() it");
@@ -80,18 +82,44 @@ typename gpt_decoder<ES>::logits_view gpt_decoder<ES>::advance(int token) {
 }
 
 template <class ES>
-auto gpt_decoder<ES>::reader() const {
-  return detail::weight_reader<float, memory_space>{parameters_.table, at_};
-}
+template <class P, class T>
+struct gpt_decoder<ES>::step : detail::layer_weights<float, P, T, ES> {
+  using v = views<memory_space>;
+  buffers& b;
+  const std::size_t width, hidden, vocab, heads, head_size, capacity;
+  const float attention_scale;  ///< 1/√(head size)
+
+  explicit step(const gpt_decoder& d)
+      : detail::layer_weights<float, P, T, ES>{d.parameters_.table, d.at_, d.space_, d.buf_->bias},
+        b(*d.buf_),
+        width(d.config_.d_model),
+        hidden(d.config_.mlp),
+        vocab(d.config_.vocab),
+        heads(d.config_.heads),
+        head_size(width / heads),
+        capacity(d.config_.context),
+        attention_scale(float(1.0 / std::sqrt(double(head_size)))) {}
+
+  /// A byte buffer as an r x c matrix in the layer's compute type, an fp32 buffer as one row.
+  typename v::template matrix<T> compute(const typename v::bytes& buffer, std::size_t r, std::size_t c) const {
+    return v::template as_matrix<T>(buffer, r, c);
+  }
+  typename v::template matrix<float> row(const Kokkos::View<float*, memory_space>& buffer) const {
+    return typename v::template matrix<float>(buffer.data(), 1, buffer.extent(0));
+  }
+  /// A layer's keys or values: (heads, capacity, head size) in T.
+  typename v::template batched<T> cache(const typename v::bytes& buffer) const {
+    return v::as_batched(reinterpret_cast<T*>(buffer.data()), heads, capacity, head_size);
+  }
+};
 
 template <class ES>
 template <class P>
 void gpt_decoder<ES>::forward() {
-  using v = views<memory_space>;
-  const auto w = reader();
+  const step<P, float> x(*this);
   embedding_forward(space_, Kokkos::View<const int**, Kokkos::LayoutRight, memory_space>(buf_->token),
-                    w.template exact_matrix<P>(parameters_.wte), w.template exact_matrix<P>(parameters_.wpe),
-                    typename v::template matrix<float>(buf_->residual[0].data(), 1, config_.d_model), position_);
+                    x.exact_matrix(parameters_.wte), x.exact_matrix(parameters_.wpe), x.row(buf_->residual[0]),
+                    position_);
   for (int l = 0; l < config_.layers; ++l) {
     visit_dtype<float>(dtypes_.attn[l], [&](auto t) { attention<P, decltype(t)>(l); });
     visit_dtype<float>(dtypes_.mlp[l], [&](auto t) { mlp<P, decltype(t)>(l); });
@@ -99,86 +127,64 @@ void gpt_decoder<ES>::forward() {
   visit_dtype<float>(dtypes_.head, [&](auto t) { head<P, decltype(t)>(); });
 }
 
-namespace {
-
-// LayerNorm of the one row `x` into the compute type T. A free function: nvcc places no device
-// lambda in a private member function.
-template <class T, class P, class ES, class M = typename ES::memory_space>
-typename views<M>::template matrix<T> norm(const ES& space, const detail::weight_reader<float, M>& w,
-                                           const norm_parameters& p, const Kokkos::View<float*, M>& x,
-                                           const typename views<M>::bytes& out, const Kokkos::View<float*, M>& mean,
-                                           const Kokkos::View<float*, M>& rstd) {
-  using v = views<M>;
-  const std::size_t c = x.extent(0);
-  const auto ln = v::template as_matrix<T>(out, 1, c);
-  layernorm_forward(space, typename v::template matrix<const float>(x.data(), 1, c), w.template exact<P>(p.gain),
-                    w.template exact<P>(p.bias), ln, mean, rstd);
-  return ln;
+template <class ES>
+template <class P, class T>
+void gpt_decoder<ES>::norm(const norm_parameters& p, int from) {
+  const step<P, T> x(*this);
+  auto& b = *buf_;
+  layernorm_forward(space_, read_only(x.row(b.residual[from])), x.exact(p.gain), x.exact(p.bias),
+                    x.compute(b.ln_out, 1, x.width), b.ln_mean, b.ln_rstd);
 }
-
-}  // namespace
 
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::attention(int l) {
-  using v = views<memory_space>;
+  const step<P, T> x(*this);
   auto& b = *buf_;
-  const auto w = reader();
-  const auto& prm = parameters_.blocks[l];
-  const std::size_t c = config_.d_model, heads = config_.heads, d = c / heads, capacity = config_.context;
-  const auto ln = norm<T, P>(space_, w, prm.ln1, b.residual[0], b.ln_out, b.ln_mean, b.ln_rstd);
-  const auto qkv = v::template as_matrix<T>(b.qkv, 1, 3 * c);
-  detail::linear(space_, ln, w.template gemm<P, T>(prm.qkv.weight), qkv,
-                 w.template bias<P>(prm.qkv.bias, space_, b.bias));
-  const auto keys = v::as_batched(reinterpret_cast<T*>(b.keys[l].data()), heads, capacity, d);
-  const auto values = v::as_batched(reinterpret_cast<T*>(b.values[l].data()), heads, capacity, d);
-  const typename v::template vector<const T> row(qkv.data(), 3 * c);
+  const block_parameters& p = parameters_.blocks[l];
+  const std::size_t c = x.width;
+  norm<P, T>(p.ln1, 0);
+  const auto qkv = x.compute(b.qkv, 1, 3 * c);
+  detail::linear(space_, x.compute(b.ln_out, 1, c), x.gemm(p.qkv.weight), qkv, x.bias(p.qkv.bias));
+  const auto keys = x.cache(b.keys[l]), values = x.cache(b.values[l]);
+  const auto row = read_only(flat(qkv));
   kv_cache_append(space_, row, keys, values, position_);
-  const auto y = v::template as_vector<T>(b.attn_out, c);
-  attention_decode(space_, row, keys, values, position_, float(1.0 / std::sqrt(double(d))),
-                   typename v::template matrix<float>(b.scores.data(), heads, capacity),
-                   v::template as_matrix<T>(b.probs, heads, capacity), y);
-  residual_branch<P>(prm.attn_proj, typename v::template matrix<const T>(y.data(), 1, c), 0, 1);
+  attention_decode(space_, row, keys, values, position_, x.attention_scale,
+                   typename views<memory_space>::template matrix<float>(b.scores.data(), x.heads, x.capacity),
+                   x.compute(b.probs, x.heads, x.capacity), flat(x.compute(b.attn_out, 1, c)));
+  residual_branch<P, T>(p.attn_proj, b.attn_out, c, 0, 1);
 }
 
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::mlp(int l) {
-  using v = views<memory_space>;
+  const step<P, T> x(*this);
   auto& b = *buf_;
-  const auto w = reader();
-  const auto& prm = parameters_.blocks[l];
-  const std::size_t c = config_.d_model, m = config_.mlp;
-  const auto ln = norm<T, P>(space_, w, prm.ln2, b.residual[1], b.ln_out, b.ln_mean, b.ln_rstd);
-  const typename v::template matrix<float> fc_pre(b.fc_pre.data(), 1, m);
-  detail::linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), fc_pre,
-                 w.template bias<P>(prm.fc.bias, space_, b.bias));
-  gelu_forward(space_, typename v::template vector<const float>(b.fc_pre.data(), m), v::template as_vector<T>(b.fc_act, m));
-  residual_branch<P>(prm.mlp_proj, v::template as_matrix<const T>(b.fc_act, 1, m), 1, 0);
+  const block_parameters& p = parameters_.blocks[l];
+  norm<P, T>(p.ln2, 1);
+  const auto fc_pre = x.row(b.fc_pre);
+  detail::linear(space_, x.compute(b.ln_out, 1, x.width), x.gemm(p.fc.weight), fc_pre, x.bias(p.fc.bias));
+  gelu_forward(space_, read_only(flat(fc_pre)), flat(x.compute(b.fc_act, 1, x.hidden)));
+  residual_branch<P, T>(p.mlp_proj, b.fc_act, x.hidden, 1, 0);
 }
 
 template <class ES>
-template <class P, class In>
-void gpt_decoder<ES>::residual_branch(const linear_parameters& p, const In& in, int from, int to) {
-  using v = views<memory_space>;
-  using T = typename In::non_const_value_type;
+template <class P, class T>
+void gpt_decoder<ES>::residual_branch(const linear_parameters& p, const Kokkos::View<char*, memory_space>& input,
+                                      std::size_t n, int from, int to) {
+  const step<P, T> x(*this);
   auto& b = *buf_;
-  const std::size_t c = config_.d_model;
-  const auto w = reader();
-  detail::residual_linear(space_, in, w.template gemm<P, T>(p.weight), w.template bias<P>(p.bias, space_, b.bias),
-                          typename v::template matrix<const float>(b.residual[from].data(), 1, c),
-                          typename v::template matrix<float>(b.residual[to].data(), 1, c));
+  detail::residual_linear(space_, read_only(x.compute(input, 1, n)), x.gemm(p.weight), x.bias(p.bias),
+                          read_only(x.row(b.residual[from])), x.row(b.residual[to]));
 }
 
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::head() {
-  using v = views<memory_space>;
+  const step<P, T> x(*this);
   auto& b = *buf_;
-  const auto w = reader();
-  const auto ln = norm<T, P>(space_, w, parameters_.lnf, b.residual[0], b.ln_out, b.ln_mean, b.ln_rstd);
-  detail::linear(space_, ln, w.template gemm<P, T>(parameters_.wte),
-                 typename v::template matrix<float>(b.logits.data(), 1, config_.vocab),
+  norm<P, T>(parameters_.lnf, 0);
+  detail::linear(space_, x.compute(b.ln_out, 1, x.width), x.gemm(parameters_.wte), x.row(b.logits),
                  Kokkos::View<const float*, memory_space>());
 }
 

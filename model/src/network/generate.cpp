@@ -15,7 +15,8 @@ std::string generate(gpt_decoder<ES>& decoder, const std::string& prompt, int to
   const int vocab = decoder.config().vocab, context = decoder.config().context;
   options.validate(vocab);
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt needs at least one byte to start from");
-  if (tokens < 0) throw std::invalid_argument("generate: the number of tokens must be >= 0, got " + std::to_string(tokens));
+  if (tokens < 0)
+    throw std::invalid_argument("generate: the number of tokens must be >= 0, got " + std::to_string(tokens));
   std::vector<int> fed;
   typename gpt_decoder<ES>::logits_view logits;
   const auto feed = [&](int token) {
@@ -46,7 +47,7 @@ std::string generate(gpt_decoder<ES>& decoder, const std::string& prompt, int to
   return out;
 }
 
-#define KAMP_GENERATE_INSTANTIATE_(Space)                                                          \
+#define KAMP_GENERATE_INSTANTIATE_(Space)                                                              \
   template std::string generate(gpt_decoder<Space>&, const std::string&, int, const sampling_options&, \
                                 const std::function<void(char)>&);
 KAMP_FOR_EACH_EXECUTION_SPACE(KAMP_GENERATE_INSTANTIATE_)

@@ -12,15 +12,14 @@ namespace kamp {
 
 namespace {
 
+using detail::flat;
 using detail::linear;
+using detail::read_only;
 using detail::residual_linear;
 template <class M>
 using views = detail::views<M>;
 
 dtype resolved(dtype t, bool fp64) { return fp64 ? dtype::fp64 : t; }
-
-// The layer names the policy and the doctor use: h<l>.attn, h<l>.mlp, lm_head.
-std::string block_name(int l) { return "h" + std::to_string(l) + "."; }
 
 }  // namespace
 
@@ -108,27 +107,54 @@ dtype gpt<Real, ES>::activation_dtype(const std::string& layer) const {
   return i % 2 == 0 ? dtypes_.attn[i / 2] : dtypes_.mlp[i / 2];
 }
 
-/// The parameters as typed views (detail::weight_reader) and the gradients.
+// Sizes: the batch B, the context T, the residual stream's width C, the MLP's width M, the
+// vocabulary V, H heads of width D. Rows are the B·T positions of a micro-batch.
 template <class Real, class ES>
-struct gpt<Real, ES>::weights : detail::weight_reader<Real, memory_space> {
+template <class P, class T>
+struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
   using v = views<memory_space>;
   const gpt& model;
+  const std::size_t rows, width, hidden, vocab, context, heads, head_size;
+  const std::size_t head_count;  ///< B·H: the attention matrices of a micro-batch
+  const float attention_scale;   ///< 1/√D
 
-  explicit weights(const gpt& m) : detail::weight_reader<Real, memory_space>{m.table(), m.at_}, model(m) {}
+  explicit pass(const gpt& m)
+      : detail::layer_weights<Real, P, T, ES>{m.table(), m.at_, m.space_, (*m.buf_)(activation::bias)},
+        model(m),
+        rows(std::size_t(m.batch_) * m.config_.context),
+        width(m.config_.d_model),
+        hidden(m.config_.mlp),
+        vocab(m.config_.vocab),
+        context(m.config_.context),
+        heads(m.config_.heads),
+        head_size(width / heads),
+        head_count(std::size_t(m.batch_) * heads),
+        attention_scale(float(1.0 / std::sqrt(double(head_size)))) {}
 
+  /// Copy `copy` of activation `a` as an r x c matrix in the layer's compute type T...
+  typename v::template matrix<T> compute(activation a, std::size_t copy, std::size_t r, std::size_t c) const {
+    return v::template as_matrix<T>((*model.buf_)(a, copy), r, c);
+  }
+  /// ...or in the type of the exact activations.
+  typename v::template matrix<Real> real(activation a, std::size_t copy, std::size_t r, std::size_t c) const {
+    return v::template as_matrix<Real>((*model.buf_)(a, copy), r, c);
+  }
+  /// Part `part` (q, k, v: 0, 1, 2) of the B·H (T, D) head matrices stored part after part at `data`.
+  template <class U>
+  typename v::template batched<U> head_matrices(U* data, std::size_t part = 0) const {
+    return v::as_batched(data + part * rows * width, head_count, context, head_size);
+  }
+  /// The B·H (T, T) score or probability matrices at `data`.
+  template <class U>
+  typename v::template batched<U> score_matrices(U* data) const {
+    return v::as_batched(data, head_count, context, context);
+  }
   typename v::template vector<Real> grad(std::size_t i) const {
-    using view = typename v::template vector<Real>;
-    return view(model.grad_at_[i], model.table()[i].size);
+    return typename v::template vector<Real>(model.grad_at_[i], model.table()[i].size);
   }
   typename v::template matrix<Real> grad_matrix(std::size_t i) const {
     const auto& e = model.table()[i];
-    using view = typename v::template matrix<Real>;
-    return view(model.grad_at_[i], e.shape.at(0), e.shape.at(1));
-  }
-  template <class P>
-  typename v::template vector<const Real> bias(std::size_t i) const {
-    using reader = detail::weight_reader<Real, memory_space>;
-    return reader::template bias<P>(i, model.space_, (*model.buf_)(activation::bias));
+    return typename v::template matrix<Real>(model.grad_at_[i], e.shape.at(0), e.shape.at(1));
   }
 };
 
@@ -239,21 +265,15 @@ void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, boo
   sum_losses(space_, views<memory_space>::template as_vector<const Real>((*buf_)(activation::losses), n), loss);
 }
 
+// The passes, top to bottom as llm.c's gpt2_forward: one line per op, each layer in its own
+// compute type T (visit_dtype picks it from the policy), the residual stream in Real.
 template <class Real, class ES>
 template <class P>
 void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
-  using v = views<memory_space>;
-  const std::size_t n = std::size_t(batch_) * config_.context;
-  const weights w{*this};
-  const auto& b = *buf_;
-  const auto& e = parameters_;
-  const auto& wte = table()[e.wte];
-  const auto& wpe = table()[e.wpe];
+  const pass<P, Real> x(*this);
   if (hooks_) hooks_->before_forward(0);
-  embedding_forward(space_, tokens_,
-                    typename v::template matrix<const P>(w.template exact<P>(e.wte).data(), wte.shape[0], wte.shape[1]),
-                    typename v::template matrix<const P>(w.template exact<P>(e.wpe).data(), wpe.shape[0], wpe.shape[1]),
-                    v::template as_matrix<Real>(b(activation::residual, 0), n, config_.d_model));
+  embedding_forward(space_, tokens_, x.exact_matrix(parameters_.wte), x.exact_matrix(parameters_.wpe),
+                    x.real(activation::residual, 0, x.rows, x.width));
   for (int l = 0; l < config_.layers; ++l) {
     if (hooks_) hooks_->before_forward(1 + l);
     visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_forward<P, decltype(t)>(l); });
@@ -264,129 +284,96 @@ void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view
 
 template <class Real, class ES>
 template <class P, class T>
-void gpt<Real, ES>::norm_forward(int i, const norm_parameters& p, int layer, const char* op) {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const weights w{*this};
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model;
-  const auto ln = v::template as_matrix<T>(b(activation::ln_out, i), n, c);
-  layernorm_forward(space_, v::template as_matrix<const Real>(b(activation::residual, i), n, c),
-                    w.template exact<P>(p.gain), w.template exact<P>(p.bias), ln,
-                    v::template as_vector<Real>(b(activation::ln_mean, i), n),
-                    v::template as_vector<Real>(b(activation::ln_rstd, i), n));
-  note(layer, op, false, ln.data(), n * c);
-}
-
-template <class Real, class ES>
-template <class P>
-void gpt<Real, ES>::norm_backward(int i, const norm_parameters& p, int layer, const char* op) {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const weights w{*this};
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model;
-  const auto dresid = v::template as_matrix<Real>(b(activation::dresid), n, c);
-  layernorm_backward(space_, v::template as_matrix<Real>(b(activation::dln), n, c),
-                     v::template as_matrix<const Real>(b(activation::residual, i), n, c), w.template exact<P>(p.gain),
-                     v::template as_vector<Real>(b(activation::ln_mean, i), n),
-                     v::template as_vector<Real>(b(activation::ln_rstd, i), n), dresid, w.grad(p.gain), w.grad(p.bias));
-  note(layer, op, true, dresid.data(), n * c);
+void gpt<Real, ES>::norm_forward(int i, const norm_parameters& p, int block, layer_part part, const char* op) {
+  const pass<P, T> x(*this);
+  const auto ln = x.compute(activation::ln_out, i, x.rows, x.width);
+  layernorm_forward(space_, read_only(x.real(activation::residual, i, x.rows, x.width)), x.exact(p.gain),
+                    x.exact(p.bias), ln, flat(x.real(activation::ln_mean, i, x.rows, 1)),
+                    flat(x.real(activation::ln_rstd, i, x.rows, 1)));
+  note(block, part, op, false, ln);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::attention_forward(int l) {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const auto& prm = parameters_.blocks[l];
-  const weights w{*this};
-  const int batch = batch_, t = config_.context, c = config_.d_model, heads = config_.heads, hd = c / heads;
-  const std::size_t n = std::size_t(batch) * t, bh = std::size_t(batch) * heads, rows = bh * t;
-  const auto x = v::template as_matrix<const Real>(b(activation::residual, 2 * l), n, c);
-  norm_forward<P, T>(2 * l, prm.ln1, l, "ln1");
-  const auto ln = v::template as_matrix<T>(b(activation::ln_out, 2 * l), n, c);
-  const auto qkv = v::template as_matrix<T>(b(activation::qkv_rows), n, 3 * c);
-  linear(space_, ln, w.template gemm<P, T>(prm.qkv.weight), qkv, w.template bias<P>(prm.qkv.bias));
-  note(l, "attn.qkv", false, qkv.data(), 3 * n * c);
+  const pass<P, T> x(*this);
+  const block_parameters& p = parameters_.blocks[l];
+  const std::size_t n = x.rows, c = x.width;
+  constexpr layer_part attn = layer_part::attention;
+  norm_forward<P, T>(2 * l, p.ln1, l, attn, "ln1");
+  const auto qkv = x.compute(activation::qkv_rows, 0, n, 3 * c);
+  linear(space_, x.compute(activation::ln_out, 2 * l, n, c), x.gemm(p.qkv.weight), qkv, x.bias(p.qkv.bias));
+  note(l, attn, "attn.qkv", false, qkv);
 
-  // q, k and v as 3 blocks of (batch x heads) contiguous (T, D) matrices: one GEMM each.
-  T* qkv_heads = b.template data<T>(activation::qkv_heads, l);
-  split_heads(space_, typename v::template matrix<const T>(qkv), batch, heads, 3,
-              typename v::template vector<T>(qkv_heads, 3 * n * c));
-  const auto q = v::as_batched(qkv_heads, bh, t, hd), k = v::as_batched(qkv_heads + n * c, bh, t, hd),
-             val = v::as_batched(qkv_heads + 2 * n * c, bh, t, hd);
-  const float alpha = float(1.0 / std::sqrt(double(hd)));
-  Real* probs = b.template data<Real>(activation::probs, l);
-  T* probs_low = b.template data<T>(activation::probs_low, l);
-  gemm_strided_batched(space_, op::none, op::transpose, alpha, q, k, 0.0f, v::as_batched(probs, bh, t, t));
-  note(l, "attn.scores", false, probs, rows * t);
-  causal_softmax_forward(space_, typename v::template matrix<Real>(probs, rows, t),
-                         typename v::template matrix<T>(probs_low, rows, t));
-  T* y = b.template data<T>(activation::heads_out);
-  gemm_strided_batched(space_, op::none, op::none, 1.0f, v::as_batched(probs_low, bh, t, t), val, 0.0f,
-                       v::as_batched(y, bh, t, hd));
-  const auto atty = v::template as_matrix<T>(b(activation::attn_out, l), n, c);
-  merge_heads(space_, typename v::template vector<const T>(y, n * c), batch, heads, 1, atty);
-  note(l, "attn.values", false, atty.data(), n * c);
+  // q, k and v as 3 blocks of (B·H) contiguous (T, D) matrices: one GEMM each.
+  const auto qkv_heads = x.compute(activation::qkv_heads, l, 3 * n, c);
+  split_heads(space_, read_only(qkv), batch_, config_.heads, 3, flat(qkv_heads));
+  const auto q = x.head_matrices(qkv_heads.data(), 0), k = x.head_matrices(qkv_heads.data(), 1),
+             val = x.head_matrices(qkv_heads.data(), 2);
+  const auto probs = x.real(activation::probs, l, x.head_count * x.context, x.context);
+  gemm_strided_batched(space_, op::none, op::transpose, x.attention_scale, q, k, 0.0f, x.score_matrices(probs.data()));
+  note(l, attn, "attn.scores", false, probs);
+  const auto probs_low = x.compute(activation::probs_low, l, x.head_count * x.context, x.context);
+  causal_softmax_forward(space_, probs, probs_low);
+  const auto y = x.compute(activation::heads_out, 0, n, c);
+  gemm_strided_batched(space_, op::none, op::none, 1.0f, x.score_matrices(probs_low.data()), val, 0.0f,
+                       x.head_matrices(y.data()));
+  const auto atty = x.compute(activation::attn_out, l, n, c);
+  merge_heads(space_, read_only(flat(y)), batch_, config_.heads, 1, atty);
+  note(l, attn, "attn.values", false, atty);
 
-  const auto out = v::template as_matrix<Real>(b(activation::residual, 2 * l + 1), n, c);
-  residual_linear(space_, atty, w.template gemm<P, T>(prm.attn_proj.weight), w.template bias<P>(prm.attn_proj.bias),
-                  x, out);
-  note(l, "attn.proj", false, out.data(), n * c);
+  const auto out = x.real(activation::residual, 2 * l + 1, n, c);
+  residual_linear(space_, atty, x.gemm(p.attn_proj.weight), x.bias(p.attn_proj.bias),
+                  read_only(x.real(activation::residual, 2 * l, n, c)), out);
+  note(l, attn, "attn.proj", false, out, true);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::mlp_forward(int l) {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const auto& prm = parameters_.blocks[l];
-  const weights w{*this};
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, m = config_.mlp;
-  const auto x = v::template as_matrix<const Real>(b(activation::residual, 2 * l + 1), n, c);
-  norm_forward<P, T>(2 * l + 1, prm.ln2, l, "ln2");
-  const auto ln = v::template as_matrix<T>(b(activation::ln_out, 2 * l + 1), n, c);
-  const auto fc_pre = v::template as_matrix<Real>(b(activation::fc_pre, l), n, m);
-  linear(space_, ln, w.template gemm<P, T>(prm.fc.weight), fc_pre, w.template bias<P>(prm.fc.bias));
-  note(l, "mlp.fc", false, fc_pre.data(), n * m);
-  const auto fc_act = v::template as_matrix<T>(b(activation::fc_act, l), n, m);
-  gelu_forward(space_, v::template as_vector<const Real>(b(activation::fc_pre, l), n * m),
-               v::template as_vector<T>(b(activation::fc_act, l), n * m));
-  note(l, "mlp.gelu", false, fc_act.data(), n * m);
-  const auto out = v::template as_matrix<Real>(b(activation::residual, 2 * l + 2), n, c);
-  residual_linear(space_, fc_act, w.template gemm<P, T>(prm.mlp_proj.weight), w.template bias<P>(prm.mlp_proj.bias),
-                  x, out);
-  note(l, "mlp.proj", false, out.data(), n * c);
+  const pass<P, T> x(*this);
+  const block_parameters& p = parameters_.blocks[l];
+  const std::size_t n = x.rows, c = x.width, m = x.hidden;
+  constexpr layer_part mlp = layer_part::mlp;
+  norm_forward<P, T>(2 * l + 1, p.ln2, l, mlp, "ln2");
+  const auto fc_pre = x.real(activation::fc_pre, l, n, m);
+  linear(space_, x.compute(activation::ln_out, 2 * l + 1, n, c), x.gemm(p.fc.weight), fc_pre, x.bias(p.fc.bias));
+  note(l, mlp, "mlp.fc", false, fc_pre);
+  const auto fc_act = x.compute(activation::fc_act, l, n, m);
+  gelu_forward(space_, read_only(flat(fc_pre)), flat(fc_act));
+  note(l, mlp, "mlp.gelu", false, fc_act);
+  const auto out = x.real(activation::residual, 2 * l + 2, n, c);
+  residual_linear(space_, fc_act, x.gemm(p.mlp_proj.weight), x.bias(p.mlp_proj.bias),
+                  read_only(x.real(activation::residual, 2 * l + 1, n, c)), out);
+  note(l, mlp, "mlp.proj", false, out, true);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const weights w{*this};
+  const pass<P, T> x(*this);
   const int last = 2 * config_.layers;
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, vocab = config_.vocab;
-  norm_forward<P, T>(last, parameters_.lnf, -1, "lnf");
-  const auto ln = v::template as_matrix<T>(b(activation::ln_out, last), n, c);
-  const auto logits = v::template as_matrix<Real>(b(activation::logits), n, vocab);
-  linear(space_, ln, w.template gemm<P, T>(parameters_.wte), logits, Kokkos::View<const Real*, memory_space>());
-  note(-1, "lm_head", false, logits.data(), n * vocab);
+  const std::size_t n = x.rows;
+  constexpr layer_part head = layer_part::head;
+  norm_forward<P, T>(last, parameters_.lnf, 0, head, "lnf");
+  const auto logits = x.real(activation::logits, 0, n, x.vocab);
+  linear(space_, x.compute(activation::ln_out, last, n, x.width), x.gemm(parameters_.wte), logits,
+         Kokkos::View<const Real*, memory_space>());
+  note(0, head, "lm_head", false, logits);
+  const auto losses = flat(x.real(activation::losses, 0, n, 1));
+  auto dlogits = x.compute(activation::dlogits, 0, n, x.vocab);
+  if (!with_grad) dlogits = {};  // the loss alone
   const Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged> targets(targets_.data(), n);
-  cross_entropy(space_, typename v::template matrix<const Real>(logits), targets,
-                v::template as_vector<Real>(b(activation::losses), n),
-                with_grad ? v::template as_matrix<T>(b(activation::dlogits), n, vocab)
-                          : typename v::template matrix<T>(),
-                grad_scale / double(n), scaler);
-  note(-1, "loss", false, b.template data<Real>(activation::losses), n);
-  if (with_grad) note(-1, "loss", true, b.template data<T>(activation::dlogits), n * vocab);
+  cross_entropy(space_, read_only(logits), targets, losses, dlogits, grad_scale / double(n), scaler);
+  note(0, head, "loss", false, losses);
+  if (with_grad) note(0, head, "loss", true, dlogits);
 }
 
 template <class Real, class ES>
 template <class P>
 void gpt<Real, ES>::backward() {
-  using v = views<memory_space>;
-  const std::size_t n = std::size_t(batch_) * config_.context;
-  const auto dresid = v::template as_matrix<Real>((*buf_)(activation::dresid), n, config_.d_model);
+  const pass<P, Real> x(*this);
+  const auto dresid = x.real(activation::dresid, 0, x.rows, x.width);
   Kokkos::deep_copy(space_, dresid, Real(0));
   if (hooks_) hooks_->before_backward(0);
   visit_dtype<Real>(dtypes_.head, [&](auto t) { head_backward<P, decltype(t)>(); });
@@ -396,106 +383,104 @@ void gpt<Real, ES>::backward() {
     visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_backward<P, decltype(t)>(l); });
     if (hooks_) hooks_->after_backward(1 + l);
   }
-  const weights w{*this};
-  embedding_backward(space_, token_index_, config_.context, typename v::template matrix<const Real>(dresid),
-                     w.grad_matrix(parameters_.wte), w.grad_matrix(parameters_.wpe));
+  embedding_backward(space_, token_index_, config_.context, read_only(dresid), x.grad_matrix(parameters_.wte),
+                     x.grad_matrix(parameters_.wpe));
   if (hooks_) hooks_->after_backward(0);
+}
+
+template <class Real, class ES>
+template <class P>
+void gpt<Real, ES>::norm_backward(int i, const norm_parameters& p, int block, layer_part part, const char* op) {
+  const pass<P, Real> x(*this);
+  const auto dresid = x.real(activation::dresid, 0, x.rows, x.width);
+  layernorm_backward(space_, x.real(activation::dln, 0, x.rows, x.width),
+                     read_only(x.real(activation::residual, i, x.rows, x.width)), x.exact(p.gain),
+                     flat(x.real(activation::ln_mean, i, x.rows, 1)), flat(x.real(activation::ln_rstd, i, x.rows, 1)),
+                     dresid, x.grad(p.gain), x.grad(p.bias));
+  note(block, part, op, true, dresid);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::head_backward() {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const weights w{*this};
+  const pass<P, T> x(*this);
   const int last = 2 * config_.layers;
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, vocab = config_.vocab;
-  const auto dlogits = v::template as_matrix<T>(b(activation::dlogits), n, vocab);
-  const auto dln = v::template as_matrix<Real>(b(activation::dln), n, c);
-  gemm(space_, op::none, op::none, 1.0f, dlogits, w.template gemm<P, T>(parameters_.wte), 0.0f, dln);
-  note(-1, "lm_head", true, dln.data(), n * c);
-  gemm(space_, op::transpose, op::none, 1.0f, dlogits, v::template as_matrix<T>(b(activation::ln_out, last), n, c),
-       1.0f, w.grad_matrix(parameters_.wte));
-  norm_backward<P>(last, parameters_.lnf, -1, "lnf");
+  const std::size_t n = x.rows, c = x.width;
+  const auto dlogits = x.compute(activation::dlogits, 0, n, x.vocab);
+  const auto dln = x.real(activation::dln, 0, n, c);
+  gemm(space_, op::none, op::none, 1.0f, dlogits, x.gemm(parameters_.wte), 0.0f, dln);
+  note(0, layer_part::head, "lm_head", true, dln);
+  gemm(space_, op::transpose, op::none, 1.0f, dlogits, x.compute(activation::ln_out, last, n, c), 1.0f,
+       x.grad_matrix(parameters_.wte));
+  norm_backward<P>(last, parameters_.lnf, 0, layer_part::head, "lnf");
+}
+
+template <class Real, class ES>
+template <class P, class T, class In, class DIn>
+void gpt<Real, ES>::residual_branch_backward(const linear_parameters& p, const In& input, const DIn& d_input) {
+  const pass<P, T> x(*this);
+  const auto dresid = x.real(activation::dresid, 0, x.rows, x.width);
+  const auto dy = in_compute_type<T>(space_, dresid, (*buf_)(activation::dresid_low));
+  linear_backward(space_, dy, x.gemm(p.weight), input, d_input, x.grad_matrix(p.weight), dresid, x.grad(p.bias));
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::mlp_backward(int l) {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const auto& prm = parameters_.blocks[l];
-  const weights w{*this};
-  const std::size_t n = std::size_t(batch_) * config_.context, c = config_.d_model, m = config_.mlp;
-  const auto dresid = v::template as_matrix<Real>(b(activation::dresid), n, c);
-  const auto dy = in_compute_type<T>(space_, dresid, b(activation::dresid_low));
-  const auto dfc_act = v::template as_matrix<Real>(b(activation::dfc_act), n, m);
-  linear_backward(space_, dy, w.template gemm<P, T>(prm.mlp_proj.weight),
-                  v::template as_matrix<T>(b(activation::fc_act, l), n, m), dfc_act,
-                  w.grad_matrix(prm.mlp_proj.weight), dresid, w.grad(prm.mlp_proj.bias));
-  note(l, "mlp.proj", true, dfc_act.data(), n * m);
-  const auto dfc_pre = v::template as_matrix<T>(b(activation::dfc_pre), n, m);
-  gelu_backward(space_, v::template as_vector<const Real>(b(activation::dfc_act), n * m),
-                v::template as_vector<const Real>(b(activation::fc_pre, l), n * m),
-                v::template as_vector<T>(b(activation::dfc_pre), n * m));
-  note(l, "mlp.gelu", true, dfc_pre.data(), n * m);
-  const auto dln = v::template as_matrix<Real>(b(activation::dln), n, c);
-  linear_backward(space_, dfc_pre, w.template gemm<P, T>(prm.fc.weight),
-                  v::template as_matrix<T>(b(activation::ln_out, 2 * l + 1), n, c), dln, w.grad_matrix(prm.fc.weight),
-                  dfc_pre, w.grad(prm.fc.bias));
-  note(l, "mlp.fc", true, dln.data(), n * c);
-  norm_backward<P>(2 * l + 1, prm.ln2, l, "ln2");
+  const pass<P, T> x(*this);
+  const block_parameters& p = parameters_.blocks[l];
+  const std::size_t n = x.rows, c = x.width, m = x.hidden;
+  constexpr layer_part mlp = layer_part::mlp;
+  const auto dfc_act = x.real(activation::dfc_act, 0, n, m);
+  residual_branch_backward<P, T>(p.mlp_proj, x.compute(activation::fc_act, l, n, m), dfc_act);
+  note(l, mlp, "mlp.proj", true, dfc_act);
+  const auto dfc_pre = x.compute(activation::dfc_pre, 0, n, m);
+  gelu_backward(space_, read_only(flat(dfc_act)), read_only(flat(x.real(activation::fc_pre, l, n, m))), flat(dfc_pre));
+  note(l, mlp, "mlp.gelu", true, dfc_pre);
+  const auto dln = x.real(activation::dln, 0, n, c);
+  linear_backward(space_, dfc_pre, x.gemm(p.fc.weight), x.compute(activation::ln_out, 2 * l + 1, n, c), dln,
+                  x.grad_matrix(p.fc.weight), dfc_pre, x.grad(p.fc.bias));
+  note(l, mlp, "mlp.fc", true, dln);
+  norm_backward<P>(2 * l + 1, p.ln2, l, mlp, "ln2");
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::attention_backward(int l) {
-  using v = views<memory_space>;
-  const auto& b = *buf_;
-  const auto& prm = parameters_.blocks[l];
-  const weights w{*this};
-  const int batch = batch_, t = config_.context, c = config_.d_model, heads = config_.heads, hd = c / heads;
-  const std::size_t n = std::size_t(batch) * t, bh = std::size_t(batch) * heads, rows = bh * t;
-  const auto dresid = v::template as_matrix<Real>(b(activation::dresid), n, c);
-  const auto dy = in_compute_type<T>(space_, dresid, b(activation::dresid_low));
-  const auto datty = v::template as_matrix<T>(b(activation::dattn_out), n, c);
-  linear_backward(space_, dy, w.template gemm<P, T>(prm.attn_proj.weight),
-                  v::template as_matrix<T>(b(activation::attn_out, l), n, c), datty,
-                  w.grad_matrix(prm.attn_proj.weight), dresid, w.grad(prm.attn_proj.bias));
-  note(l, "attn.proj", true, datty.data(), n * c);
+  const pass<P, T> x(*this);
+  const block_parameters& p = parameters_.blocks[l];
+  const std::size_t n = x.rows, c = x.width, score_rows = x.head_count * x.context;
+  constexpr layer_part attn = layer_part::attention;
+  const auto datty = x.compute(activation::dattn_out, 0, n, c);
+  residual_branch_backward<P, T>(p.attn_proj, x.compute(activation::attn_out, l, n, c), datty);
+  note(l, attn, "attn.proj", true, datty);
 
-  const float alpha = float(1.0 / std::sqrt(double(hd)));
-  T* dheads = b.template data<T>(activation::dheads);
-  split_heads(space_, typename v::template matrix<const T>(datty), batch, heads, 1,
-              typename v::template vector<T>(dheads, n * c));
-  const auto dout = v::as_batched(dheads, bh, t, hd);
-  const T* qkv_heads = b.template data<T>(activation::qkv_heads, l);
-  const auto q = v::as_batched(qkv_heads, bh, t, hd), k = v::as_batched(qkv_heads + n * c, bh, t, hd),
-             val = v::as_batched(qkv_heads + 2 * n * c, bh, t, hd);
-  T* dqkv = b.template data<T>(activation::dqkv_heads);
-  const auto dq = v::as_batched(dqkv, bh, t, hd), dk = v::as_batched(dqkv + n * c, bh, t, hd),
-             dv = v::as_batched(dqkv + 2 * n * c, bh, t, hd);
-  Real* probs = b.template data<Real>(activation::probs, l);
-  const T* probs_low = b.template data<T>(activation::probs_low, l);
-  Real* dprobs = b.template data<Real>(activation::dprobs);
-  T* dscores = b.template data<T>(activation::dscores);
-  gemm_strided_batched(space_, op::none, op::transpose, 1.0f, dout, val, 0.0f, v::as_batched(dprobs, bh, t, t));
-  gemm_strided_batched(space_, op::transpose, op::none, 1.0f, v::as_batched(probs_low, bh, t, t), dout, 0.0f, dv);
-  causal_softmax_backward(space_, typename v::template matrix<Real>(probs, rows, t),
-                          typename v::template matrix<Real>(dprobs, rows, t),
-                          typename v::template matrix<T>(dscores, rows, t));
-  note(l, "attn.scores", true, dscores, rows * t);
-  const auto ds = v::as_batched(static_cast<const T*>(dscores), bh, t, t);
-  gemm_strided_batched(space_, op::none, op::none, alpha, ds, k, 0.0f, dq);
-  gemm_strided_batched(space_, op::transpose, op::none, alpha, ds, q, 0.0f, dk);
-  const auto dqkv_rows = v::template as_matrix<T>(b(activation::dqkv_rows), n, 3 * c);
-  merge_heads(space_, typename v::template vector<const T>(dqkv, 3 * n * c), batch, heads, 3, dqkv_rows);
-  const auto dln = v::template as_matrix<Real>(b(activation::dln), n, c);
-  linear_backward(space_, typename v::template matrix<const T>(dqkv_rows), w.template gemm<P, T>(prm.qkv.weight),
-                  v::template as_matrix<T>(b(activation::ln_out, 2 * l), n, c), dln, w.grad_matrix(prm.qkv.weight),
-                  dqkv_rows, w.grad(prm.qkv.bias));
-  note(l, "attn.qkv", true, dln.data(), n * c);
-  norm_backward<P>(2 * l, prm.ln1, l, "ln1");
+  const auto dheads = x.compute(activation::dheads, 0, n, c);
+  split_heads(space_, read_only(datty), batch_, config_.heads, 1, flat(dheads));
+  const auto dout = x.head_matrices(dheads.data());
+  const T* qkv_heads = x.compute(activation::qkv_heads, l, 3 * n, c).data();
+  const auto q = x.head_matrices(qkv_heads, 0), k = x.head_matrices(qkv_heads, 1), val = x.head_matrices(qkv_heads, 2);
+  T* dqkv = x.compute(activation::dqkv_heads, 0, 3 * n, c).data();
+  const auto dq = x.head_matrices(dqkv, 0), dk = x.head_matrices(dqkv, 1), dv = x.head_matrices(dqkv, 2);
+  const auto probs = x.real(activation::probs, l, score_rows, x.context);
+  const T* probs_low = x.compute(activation::probs_low, l, score_rows, x.context).data();
+  const auto dprobs = x.real(activation::dprobs, 0, score_rows, x.context);
+  const auto dscores = x.compute(activation::dscores, 0, score_rows, x.context);
+  gemm_strided_batched(space_, op::none, op::transpose, 1.0f, dout, val, 0.0f, x.score_matrices(dprobs.data()));
+  gemm_strided_batched(space_, op::transpose, op::none, 1.0f, x.score_matrices(probs_low), dout, 0.0f, dv);
+  causal_softmax_backward(space_, probs, dprobs, dscores);
+  note(l, attn, "attn.scores", true, dscores);
+  const auto ds = x.score_matrices(static_cast<const T*>(dscores.data()));
+  gemm_strided_batched(space_, op::none, op::none, x.attention_scale, ds, k, 0.0f, dq);
+  gemm_strided_batched(space_, op::transpose, op::none, x.attention_scale, ds, q, 0.0f, dk);
+  const auto dqkv_rows = x.compute(activation::dqkv_rows, 0, n, 3 * c);
+  merge_heads(space_, read_only(flat(x.compute(activation::dqkv_heads, 0, 3 * n, c))), batch_, config_.heads, 3,
+              dqkv_rows);
+  const auto dln = x.real(activation::dln, 0, n, c);
+  linear_backward(space_, read_only(dqkv_rows), x.gemm(p.qkv.weight), x.compute(activation::ln_out, 2 * l, n, c), dln,
+                  x.grad_matrix(p.qkv.weight), dqkv_rows, x.grad(p.qkv.bias));
+  note(l, attn, "attn.qkv", true, dln);
+  norm_backward<P>(2 * l, p.ln1, l, attn, "ln1");
 }
 
 template <class Real, class ES>
@@ -524,12 +509,15 @@ std::vector<double> gpt<Real, ES>::logits() const {
 }
 
 template <class Real, class ES>
-template <class T>
-void gpt<Real, ES>::note(int layer, const char* op, bool backward, const T* data, std::size_t n) {
+template <class V>
+void gpt<Real, ES>::note(int block, layer_part part, const char* op, bool backward, const V& output,
+                         bool residual_stream) {
   if (observations_ == nullptr) return;  // the training step pays nothing, not even the name
-  const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(data, n);
-  observations_->push_back(
-      {(layer >= 0 ? block_name(layer) : std::string()) + op, backward, dtype_of<T>(), measure_range(space_, x)});
+  using T = typename V::non_const_value_type;
+  const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(output.data(), output.size());
+  observations_->push_back({part == layer_part::head ? std::string(op) : block_name(block) + "." + op,
+                            layer_name(block, part), residual_stream, backward, dtype_of<T>(),
+                            measure_range(space_, x)});
 }
 
 #define KAMP_GPT_INSTANTIATE_(Space) \

@@ -13,21 +13,35 @@ void gpt_config::validate() const {
   require(context >= 1, "context is " + std::to_string(context) + "; it must be at least 1");
   require(layers >= 1, "layers is " + std::to_string(layers) + "; it must be at least 1");
   require(heads >= 1, "heads is " + std::to_string(heads) + "; it must be at least 1");
-  require(d_model >= 1 && d_model % heads == 0,
-          "d_model " + std::to_string(d_model) + " is not a positive multiple of heads " + std::to_string(heads) +
-              "; choose d_model = heads x head size");
+  require(d_model >= 1 && d_model % heads == 0, "d_model " + std::to_string(d_model) +
+                                                    " is not a positive multiple of heads " + std::to_string(heads) +
+                                                    "; choose d_model = heads x head size");
   require(mlp >= 1, "mlp is " + std::to_string(mlp) + "; it must be at least 1 (GPT-2 uses 4 x d_model)");
 }
 
 tensor_table gpt_config::parameter_table() const { return gpt_parameters(*this).table; }
 
+std::string block_name(int block) { return "h" + std::to_string(block); }
+
+std::string layer_name(int block, layer_part part) {
+  switch (part) {
+    case layer_part::attention:
+      return block_name(block) + ".attn";
+    case layer_part::mlp:
+      return block_name(block) + ".mlp";
+    case layer_part::head:
+      break;
+  }
+  return "lm_head";
+}
+
 std::vector<std::string> gpt_config::layer_names() const {
   std::vector<std::string> names;
   for (int l = 0; l < layers; ++l) {
-    names.push_back("h" + std::to_string(l) + ".attn");
-    names.push_back("h" + std::to_string(l) + ".mlp");
+    names.push_back(layer_name(l, layer_part::attention));
+    names.push_back(layer_name(l, layer_part::mlp));
   }
-  names.push_back("lm_head");
+  names.push_back(layer_name(0, layer_part::head));
   return names;
 }
 

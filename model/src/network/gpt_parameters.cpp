@@ -24,7 +24,7 @@ gpt_parameters::gpt_parameters(const gpt_config& config) {
   wte = add("wte", {v, c}, parameter_kind::embedding);
   wpe = add("wpe", {t, c}, parameter_kind::embedding);
   for (int l = 0; l < config.layers; ++l) {
-    const std::string h = "h" + std::to_string(l) + ".";
+    const std::string h = block_name(l) + ".";
     block_parameters b;
     b.ln1 = norm(h + "ln1");
     b.qkv = linear(h + "attn.qkv", 3 * c, c);
@@ -39,8 +39,8 @@ gpt_parameters::gpt_parameters(const gpt_config& config) {
     throw std::logic_error("kamp::gpt_parameters: tensor_count() no longer counts the tensors the table holds");
   units.push_back({wte, wpe, lnf.gain, lnf.bias});
   for (const block_parameters& b : blocks)
-    units.push_back({b.ln1.gain, b.ln1.bias, b.qkv.weight, b.qkv.bias, b.attn_proj.weight, b.attn_proj.bias,
-                     b.ln2.gain, b.ln2.bias, b.fc.weight, b.fc.bias, b.mlp_proj.weight, b.mlp_proj.bias});
+    units.push_back({b.ln1.gain, b.ln1.bias, b.qkv.weight, b.qkv.bias, b.attn_proj.weight, b.attn_proj.bias, b.ln2.gain,
+                     b.ln2.bias, b.fc.weight, b.fc.bias, b.mlp_proj.weight, b.mlp_proj.bias});
 }
 
 }  // namespace kamp

@@ -42,43 +42,56 @@ struct views {
   }
 };
 
-/// \brief The bound weights as typed views: the exact weights (P), the weights a layer
-/// computing in T reads for its GEMMs (the low-precision copy, or the exact weights when T is
-/// Real, the type of the exact activations), and biases as the kernels read them (Real).
-template <class Real, class MemorySpace>
-struct weight_reader {
-  using v = views<MemorySpace>;
+/// A view of the same elements, read-only: what an op's inputs are.
+template <class V>
+typename V::const_type read_only(const V& v) {
+  return v;
+}
+
+/// A contiguous matrix's elements as one vector, the form element-wise kernels take.
+template <class V>
+auto flat(const V& m) {
+  return Kokkos::View<typename V::value_type*, typename V::memory_space, Kokkos::MemoryUnmanaged>(m.data(), m.size());
+}
+
+/// \brief The bound weights as one layer reads them, as typed views: a layer computing in T,
+/// in a model whose exact weights are P and exact activations Real. Its GEMMs read the
+/// low-precision copy, or the exact weights when T is Real; biases are read as Real (pure bf16
+/// biases widened exactly into `bias_scratch`). Each op of the training and the generation
+/// model builds one, so both read weights through the same code.
+template <class Real, class P, class T, class ES>
+struct layer_weights {
+  using v = views<typename ES::memory_space>;
+  /// The element type of the weights its GEMMs read.
+  using gemm_type = std::conditional_t<std::is_same_v<T, Real>, P, T>;
+
   const tensor_table& table;
   const weight_addresses& at;
+  const ES& space;
+  typename v::bytes bias_scratch;
 
-  template <class P>
   typename v::template vector<const P> exact(std::size_t i) const {
-    using view = typename v::template vector<const P>;
-    return view(static_cast<const P*>(at.exact[i]), table[i].size);
+    return typename v::template vector<const P>(static_cast<const P*>(at.exact[i]), table[i].size);
   }
-  template <class P>
   typename v::template matrix<const P> exact_matrix(std::size_t i) const {
-    using view = typename v::template matrix<const P>;
-    return view(static_cast<const P*>(at.exact[i]), table[i].shape.at(0), table[i].shape.at(1));
+    return typename v::template matrix<const P>(static_cast<const P*>(at.exact[i]), table[i].shape.at(0),
+                                                table[i].shape.at(1));
   }
-  template <class P, class T>
-  auto gemm(std::size_t i) const {
-    const auto& e = table[i];
+  typename v::template matrix<const gemm_type> gemm(std::size_t i) const {
     if constexpr (std::is_same_v<T, Real>) {
-      return exact_matrix<P>(i);
+      return exact_matrix(i);
     } else {
-      return typename v::template matrix<const T>(static_cast<const T*>(at.copy[i]), e.shape.at(0), e.shape.at(1));
+      return typename v::template matrix<const T>(static_cast<const T*>(at.copy[i]), table[i].shape.at(0),
+                                                  table[i].shape.at(1));
     }
   }
-  /// The exact bias when it has type Real, else (pure bf16) widened exactly into `scratch`.
-  template <class P, class ES>
-  typename v::template vector<const Real> bias(std::size_t i, const ES& space, const typename v::bytes& scratch) const {
-    const auto b = exact<P>(i);
+  typename v::template vector<const Real> bias(std::size_t i) const {
+    const auto b = exact(i);
     if constexpr (std::is_same_v<P, Real>) {
       return b;
     } else {
-      const auto wide = v::template as_vector<Real>(scratch, b.extent(0));
-      cast(space, wide, b, rounding_options{}, Kokkos::View<std::size_t, MemorySpace>());
+      const auto wide = v::template as_vector<Real>(bias_scratch, b.extent(0));
+      cast(space, wide, b, rounding_options{}, Kokkos::View<std::size_t, typename ES::memory_space>());
       return wide;
     }
   }

@@ -35,8 +35,8 @@ int sample_token(const float* logits, int vocab, const sampling_options& options
   double sum = 0;
   for (int i = 0; i < k; ++i) sum += weight[i] = std::exp((double(logits[order[i]]) - top) / options.temperature);
   // One uniform in [0, 1) with 53 random bits, from two words of the counter-based stream.
-  const std::uint64_t bits = (std::uint64_t(counter_random(options.seed, 2 * draw)) << 32) |
-                             counter_random(options.seed, 2 * draw + 1);
+  const std::uint64_t bits =
+      (std::uint64_t(counter_random(options.seed, 2 * draw)) << 32) | counter_random(options.seed, 2 * draw + 1);
   const double target = double(bits >> 11) * 0x1p-53 * sum;
   double below = 0;
   for (int i = 0; i < k; ++i)

@@ -16,7 +16,8 @@ namespace detail {
 weight_addresses bound_addresses(const char* api, const gpt_config& config, const precision_policy& policy, bool fp64,
                                  const weight_binding& binding) {
   const weights_ref &exact = binding.exact, &copy = binding.copy;
-  if (exact.data == nullptr || copy.data == nullptr) throw std::invalid_argument(std::string(api) + ": a weight pointer is null");
+  if (exact.data == nullptr || copy.data == nullptr)
+    throw std::invalid_argument(std::string(api) + ": a weight pointer is null");
   if (resolved(exact.type, fp64) != resolved(policy.weights(), fp64) ||
       resolved(copy.type, fp64) != resolved(policy.low(), fp64))
     throw std::invalid_argument(std::string(api) + ": the policy needs " + name(resolved(policy.weights(), fp64)) +

@@ -13,21 +13,6 @@ namespace {
 constexpr double fp16_max = 65504.0;
 constexpr double underflow_threshold = 0.01, swallowed_threshold = 0.10;
 
-// The layer an op belongs to, as --fp32-layers names it: a LayerNorm belongs to the layer it
-// feeds, lnf and the loss to the head.
-std::string layer_of(const std::string& op) {
-  if (op.rfind("h", 0) != 0) return "lm_head";
-  const std::size_t dot = op.find('.');
-  const std::string block = op.substr(0, dot + 1), step = op.substr(dot + 1);
-  if (step == "ln1" || step.rfind("attn", 0) == 0) return block + "attn";
-  return block + "mlp";
-}
-
-// Residual-stream outputs (the projections add into it) stay fp32 in kamp and feed LayerNorm.
-bool residual_stream(const std::string& op) {
-  return op.size() > 5 && op.compare(op.size() - 5, 5, ".proj") == 0;
-}
-
 std::string percent(double fraction) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f%%", 100.0 * fraction);
@@ -101,9 +86,10 @@ void conclude(diagnosis& d) {
     d.findings.push_back("non-finite values first appear in " + o.op + " (" + (o.backward ? "backward" : "forward") +
                          ", stored as " + name(o.stored) + ")");
     if (fp16 && !o.backward && o.stored == dtype::fp16) {
-      d.recommendations.push_back(o.op + " overflows fp16 in the forward pass: switch to --mode amp_bf16 (fp32's "
-                                         "range), or keep that layer in fp32 with --fp32-layers " +
-                                  layer_of(o.op));
+      d.recommendations.push_back(o.op +
+                                  " overflows fp16 in the forward pass: switch to --mode amp_bf16 (fp32's "
+                                  "range), or keep that layer in fp32 with --fp32-layers " +
+                                  o.layer);
     } else if (fp16 && o.backward) {
       d.recommendations.push_back("gradients overflow fp16 at loss scale " + number(d.scale) +
                                   ": back off the scale (the dynamic scaler does so itself; with a static scale, "
@@ -118,19 +104,22 @@ void conclude(diagnosis& d) {
   std::map<std::string, double> layers;
   bool residual = false;
   for (const auto& o : d.beyond_fp16) {
-    layers[layer_of(o.op)] = std::max(layers[layer_of(o.op)], o.range.max_abs);
-    residual = residual || residual_stream(o.op);
+    layers[o.layer] = std::max(layers[o.layer], o.range.max_abs);
+    residual = residual || o.residual_stream;
   }
   if (!layers.empty()) {
     std::string list;
     for (const auto& o : d.beyond_fp16) list += (list.empty() ? "" : ", ") + o.op + " " + number(o.range.max_abs);
     d.findings.push_back("forward values beyond fp16's 65504: " + list);
     if (residual)
-      d.recommendations.push_back("the residual stream that feeds LayerNorm exceeds fp16's range: keep LayerNorm and "
-                                  "the residual stream in FP32 (kamp always does; do not move them to fp16)");
+      d.recommendations.push_back(
+          "the residual stream that feeds LayerNorm exceeds fp16's range: keep LayerNorm and "
+          "the residual stream in FP32 (kamp always does; do not move them to fp16)");
     if (fp16 && layers.size() == 1)
-      d.recommendations.push_back("only " + layers.begin()->first + " exceeds fp16: override that one layer to FP32 "
-                                  "with --fp32-layers " + layers.begin()->first);
+      d.recommendations.push_back("only " + layers.begin()->first +
+                                  " exceeds fp16: override that one layer to FP32 "
+                                  "with --fp32-layers " +
+                                  layers.begin()->first);
     else if (fp16)
       d.recommendations.push_back("several layers exceed fp16 (" + std::to_string(layers.size()) +
                                   "): switch to --mode amp_bf16, which has fp32's range");
@@ -139,16 +128,19 @@ void conclude(diagnosis& d) {
                                   layers.begin()->first + ")");
   }
   if (d.gradient_underflow_fp16 > underflow_threshold) {
-    d.findings.push_back(percent(d.gradient_underflow_fp16) + " of the gradient values are zero or below fp16's "
-                         "smallest subnormal (2^-24) at loss scale " + number(d.scale) + ", " +
-                         percent(d.gradient_subnormal_fp16) + " below its smallest normal (2^-14)");
+    d.findings.push_back(percent(d.gradient_underflow_fp16) +
+                         " of the gradient values are zero or below fp16's "
+                         "smallest subnormal (2^-24) at loss scale " +
+                         number(d.scale) + ", " + percent(d.gradient_subnormal_fp16) +
+                         " below its smallest normal (2^-14)");
     d.recommendations.push_back(fp16 ? "raise the loss scale: use dynamic loss scaling (the default) or a larger "
                                        "--loss-scale, or switch to --mode amp_bf16"
                                      : "in fp16 these gradients would vanish: amp_fp16 needs loss scaling (keep "
                                        "the default dynamic scaler)");
   }
   if (d.swallowed_updates_bf16 && *d.swallowed_updates_bf16 > swallowed_threshold) {
-    d.findings.push_back(percent(*d.swallowed_updates_bf16) + " of this step's weight updates are smaller than half "
+    d.findings.push_back(percent(*d.swallowed_updates_bf16) +
+                         " of this step's weight updates are smaller than half "
                          "a bf16 ulp of their weight: a bf16 weight rounded to nearest would swallow them");
     d.recommendations.push_back(
         d.mode == precision_mode::pure_bf16

@@ -46,8 +46,8 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
   return p;
 }
 
-memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards,
-                        sharding split, bool reshard_after_forward) {
+memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards, sharding split,
+                        bool reshard_after_forward) {
   model.validate();
   policy.validate(model);
   if (batch < 1) throw std::invalid_argument("kamp::plan_memory: batch must be >= 1, got " + std::to_string(batch));

@@ -1,22 +1,11 @@
 #include <kamp/model/precision/precision_policy.hpp>
 
+#include "precision/spellings.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
 namespace kamp {
-
-namespace {
-
-// "a, b or c": the spellings a message about an unknown one offers.
-template <class Enum>
-std::string spelled_alternatives(const std::vector<Enum>& values) {
-  std::string text;
-  for (std::size_t i = 0; i < values.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::string(name(values[i]));
-  return text;
-}
-
-}  // namespace
 
 const std::vector<precision_mode>& precision_modes() {
   static const std::vector<precision_mode> all{precision_mode::fp32, precision_mode::amp_bf16, precision_mode::amp_fp16,
@@ -39,10 +28,7 @@ const char* name(precision_mode m) {
 }
 
 precision_mode parse_precision_mode(const std::string& s) {
-  for (const auto m : precision_modes())
-    if (s == name(m)) return m;
-  throw std::invalid_argument("unknown precision mode '" + s + "': expected " +
-                              spelled_alternatives(precision_modes()));
+  return detail::parse_spelling(s, precision_modes(), "precision mode");
 }
 
 const std::vector<pure_bf16_update>& pure_bf16_updates() {
@@ -61,10 +47,7 @@ const char* name(pure_bf16_update u) {
 }
 
 pure_bf16_update parse_pure_bf16_update(const std::string& s) {
-  for (const auto u : pure_bf16_updates())
-    if (s == name(u)) return u;
-  throw std::invalid_argument("unknown pure_bf16 update '" + s + "': expected " +
-                              spelled_alternatives(pure_bf16_updates()));
+  return detail::parse_spelling(s, pure_bf16_updates(), "pure_bf16 update");
 }
 
 void precision_policy::validate(const gpt_config& model) const {

@@ -38,10 +38,7 @@ std::vector<precision_finding> check_precision(const precision_policy& policy, c
                    "enable_fsdp: kamp shards the model copy, gradients and optimizer state over the ranks of a run "
                    "started with mpirun or srun (--sharding parameters, FSDP's full shard); a run in one process "
                    "shards nothing"});
-  if (request.loss_scaling != "dynamic" && request.loss_scaling != "static" && request.loss_scaling != "off")
-    out.push_back({level::error, "loss-scaling-unknown",
-                   "--loss-scaling " + request.loss_scaling + ": use dynamic, static or off"});
-  if (policy.mode == precision_mode::amp_fp16 && request.loss_scaling == "off")
+  if (policy.mode == precision_mode::amp_fp16 && request.loss_scaling == loss_scaling::off)
     out.push_back({request.force_unscaled_fp16 ? level::warning : level::error, "fp16-needs-loss-scaling",
                    std::string("amp_fp16 without loss scaling: gradient values below 6e-8 (fp16's smallest "
                                "subnormal) become zero and those weights stop learning, silently") +
@@ -49,20 +46,20 @@ std::vector<precision_finding> check_precision(const precision_policy& policy, c
                                                     : ". Use --loss-scaling dynamic (the default) or static, or "
                                                       "--force-unscaled-fp16 if you know the gradients stay in "
                                                       "range")});
-  if (policy.mode != precision_mode::amp_fp16 && request.loss_scaling != "dynamic")
+  if (policy.mode != precision_mode::amp_fp16 && request.loss_scaling != loss_scaling::dynamic)
     out.push_back({level::note, "loss-scaling-fp16-only",
                    "--loss-scaling applies to amp_fp16 only; " + std::string(name(policy.mode)) +
                        " needs none (bf16 and fp32 share fp32's exponent range)"});
   // Measured on a 2-core AVX2 host (tools/bench-train.sh; README): amp_bf16 0.86-0.97x fp32.
   if (uses_bf16(policy) && !hardware.native_bf16)
-    out.push_back({level::note, "bf16-emulated",
-                   std::string(name(policy.mode)) + " computes in bf16, but " + hardware.device +
-                       " has no bf16 dot products (" + hardware.evidence + "): bf16 GEMMs widen to fp32 and run " +
-                       (hardware.bf16_gemm.empty() ? std::string("fp32 FMAs")
-                                                   : "on the '" + hardware.bf16_gemm + "' path") +
-                       ", the same arithmetic as fp32 on half the operand bytes, so a step takes about as long as "
-                       "in fp32 (0.86-0.97x fp32's tokens/s measured on an AVX2 host). The model copy and the "
-                       "activations the GEMMs read still take half the memory"});
+    out.push_back(
+        {level::note, "bf16-emulated",
+         std::string(name(policy.mode)) + " computes in bf16, but " + hardware.device + " has no bf16 dot products (" +
+             hardware.evidence + "): bf16 GEMMs widen to fp32 and run " +
+             (hardware.bf16_gemm.empty() ? std::string("fp32 FMAs") : "on the '" + hardware.bf16_gemm + "' path") +
+             ", the same arithmetic as fp32 on half the operand bytes, so a step takes about as long as "
+             "in fp32 (0.86-0.97x fp32's tokens/s measured on an AVX2 host). The model copy and the "
+             "activations the GEMMs read still take half the memory"});
   return out;
 }
 

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -213,14 +213,20 @@ std::string not_a_regular_file(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   switch (status.type()) {
-    case fs::file_type::not_found: return "no such file";
+    case fs::file_type::not_found:
+      return "no such file";
     case fs::file_type::directory:
       return "it is a directory, not a checkpoint file: name a step-*.h5 file inside it, or use --resume auto "
-             "--checkpoint-dir " + path;
-    case fs::file_type::fifo: return "it is a FIFO (named pipe), not a checkpoint file";
-    case fs::file_type::character: return "it is a character device, not a checkpoint file";
-    case fs::file_type::block: return "it is a block device, not a checkpoint file";
-    case fs::file_type::socket: return "it is a socket, not a checkpoint file";
+             "--checkpoint-dir " +
+             path;
+    case fs::file_type::fifo:
+      return "it is a FIFO (named pipe), not a checkpoint file";
+    case fs::file_type::character:
+      return "it is a character device, not a checkpoint file";
+    case fs::file_type::block:
+      return "it is a block device, not a checkpoint file";
+    case fs::file_type::socket:
+      return "it is a socket, not a checkpoint file";
     default:
       return error ? "it cannot be examined: " + error.message() : "it is not a regular file";
   }
@@ -286,15 +292,14 @@ training_state read_file(const std::string& path, element_range slice, std::vect
     if (H5Gget_info(group.get(), &info) < 0) h5::fail("reading group /model");
     if (std::int64_t(info.nlinks) != claimed)
       throw checkpoint_error("/config claims " + std::to_string(s.model.layers) + " layers (" +
-                             std::to_string(claimed) + " tensors), but /model holds " +
-                             std::to_string(info.nlinks) + " objects");
+                             std::to_string(claimed) + " tensors), but /model holds " + std::to_string(info.nlinks) +
+                             " objects");
   }
   const tensor_table table = s.model.parameter_table();
   const auto layout = state_layout(s.policy);
   if (!slice.whole() && (slice.first >= slice.last || slice.last > table.flat_size()))
     throw checkpoint_error("elements [" + std::to_string(slice.first) + ", " + std::to_string(slice.last) +
-                           ") were asked for, but the model's flat buffers have " +
-                           std::to_string(table.flat_size()));
+                           ") were asked for, but the model's flat buffers have " + std::to_string(table.flat_size()));
   s.slice = slice;
   const element_range held = slice.within(table.flat_size());
   // Every dataset's type and shape first: a file whose /config claims a huge model is rejected
@@ -320,7 +325,8 @@ training_state read_file(const std::string& path, element_range slice, std::vect
         } else if (version == 2 && slice.whole() &&
                    h5::read_uint_attribute(set.get(), "content_hash", where) !=
                        h5::sequential_content_hash(out, e.size * width)) {
-          throw checkpoint_error("dataset " + where + " does not hold the values that were written (content hash "
+          throw checkpoint_error("dataset " + where +
+                                 " does not hold the values that were written (content hash "
                                  "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
         }
       }
@@ -333,8 +339,9 @@ training_state read_file(const std::string& path, element_range slice, std::vect
 
 void write_checkpoint(const std::string& path, const training_state& state) {
   if (!state.slice.whole())
-    throw std::invalid_argument("kamp::write_checkpoint: the state holds one rank's slice: pass the communicator "
-                                "of the ranks, which write their slices together");
+    throw std::invalid_argument(
+        "kamp::write_checkpoint: the state holds one rank's slice: pass the communicator "
+        "of the ranks, which write their slices together");
   write_checkpoint(path, state, dist::communicator());
 }
 
@@ -344,28 +351,28 @@ void write_checkpoint(const std::string& path, const training_state& state, cons
   const std::string directory = parent.empty() ? "." : parent.string();
   const std::string problem = dist::agree<checkpoint_error>(
       ranks, "writing '" + path + "' failed on another rank (its message is in the job's standard error)", [&] {
-      try {
-        write_file(tmp, state, ranks);
-        // Written through MPI-IO chunk by chunk, a full disk may go unreported (the serial path
-        // builds the file in memory for that reason): every rank reads its slices back and the
-        // content hashes are compared before the file replaces anything.
-        if (ranks.distributed()) read_checkpoint(tmp, ranks, state.slice);
-      } catch (const checkpoint_error& e) {
-        // HDF5's messages do not carry errno: the free space tells whether the disk filled up.
-        std::error_code error;
-        const fs::space_info space = fs::space(directory, error);
-        if (error) throw;
-        throw checkpoint_error(std::string(e.what()) + " (the file system of '" + directory + "' has " +
-                               std::to_string(space.available >> 10) + " KiB of space left)");
-      }
-      // Every rank has closed the file (closing it is collective); one rank commits it.
-      if (ranks.rank() == 0) {
-        fsync_path(tmp, O_RDONLY);
-        if (std::rename(tmp.c_str(), path.c_str()) != 0)
-          throw checkpoint_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-        // The rename is durable only once the directory entry is.
-        fsync_path(directory, O_RDONLY | O_DIRECTORY);
-      }
+        try {
+          write_file(tmp, state, ranks);
+          // Written through MPI-IO chunk by chunk, a full disk may go unreported (the serial path
+          // builds the file in memory for that reason): every rank reads its slices back and the
+          // content hashes are compared before the file replaces anything.
+          if (ranks.distributed()) read_checkpoint(tmp, ranks, state.slice);
+        } catch (const checkpoint_error& e) {
+          // HDF5's messages do not carry errno: the free space tells whether the disk filled up.
+          std::error_code error;
+          const fs::space_info space = fs::space(directory, error);
+          if (error) throw;
+          throw checkpoint_error(std::string(e.what()) + " (the file system of '" + directory + "' has " +
+                                 std::to_string(space.available >> 10) + " KiB of space left)");
+        }
+        // Every rank has closed the file (closing it is collective); one rank commits it.
+        if (ranks.rank() == 0) {
+          fsync_path(tmp, O_RDONLY);
+          if (std::rename(tmp.c_str(), path.c_str()) != 0)
+            throw checkpoint_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+          // The rename is durable only once the directory entry is.
+          fsync_path(directory, O_RDONLY | O_DIRECTORY);
+        }
       });
   if (problem.empty()) return;
   if (ranks.rank() == 0) {

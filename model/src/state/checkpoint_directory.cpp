@@ -26,8 +26,8 @@ checkpoint_directory::checkpoint_directory(std::string path, int keep) : path_(s
   std::error_code error;
   fs::create_directories(path_, error);
   if (error || !fs::is_directory(path_))
-    throw checkpoint_error("cannot create checkpoint directory '" + path_ + "': " +
-                           (error ? error.message() : "a file of that name exists"));
+    throw checkpoint_error("cannot create checkpoint directory '" + path_ +
+                           "': " + (error ? error.message() : "a file of that name exists"));
 }
 
 std::vector<std::pair<std::int64_t, std::string>> checkpoint_directory::steps() const {

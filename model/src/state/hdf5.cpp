@@ -50,10 +50,14 @@ handle sixteen_bit_float(hid_t binary32, std::size_t exponent_bits, std::size_t 
 
 handle float_type(dtype t, hid_t binary32, hid_t binary64) {
   switch (t) {
-    case dtype::fp32: return checked(H5Tcopy(binary32), H5Tclose, "copying the fp32 type");
-    case dtype::fp64: return checked(H5Tcopy(binary64), H5Tclose, "copying the fp64 type");
-    case dtype::bf16: return sixteen_bit_float(binary32, 8, 7, 127);
-    case dtype::fp16: return sixteen_bit_float(binary32, 5, 10, 15);
+    case dtype::fp32:
+      return checked(H5Tcopy(binary32), H5Tclose, "copying the fp32 type");
+    case dtype::fp64:
+      return checked(H5Tcopy(binary64), H5Tclose, "copying the fp64 type");
+    case dtype::bf16:
+      return sixteen_bit_float(binary32, 8, 7, 127);
+    case dtype::fp16:
+      return sixteen_bit_float(binary32, 5, 10, 15);
   }
   throw checkpoint_error("unknown dtype");
 }
@@ -66,7 +70,8 @@ handle open_attribute(hid_t object, const std::string& name, H5T_class_t expecte
   if (exists <= 0)
     throw checkpoint_error(where + ": attribute '" + name + "' is missing (expected " + kind +
                            "); the file was not written by this kamp checkpoint format");
-  handle a = checked(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, where + ": opening attribute '" + name + "'");
+  handle a =
+      checked(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, where + ": opening attribute '" + name + "'");
   handle type = checked(H5Aget_type(a.get()), H5Tclose, where + ": type of attribute '" + name + "'");
   handle space = checked(H5Aget_space(a.get()), H5Sclose, where + ": dataspace of attribute '" + name + "'");
   if (H5Tget_class(type.get()) != expected || H5Sget_simple_extent_npoints(space.get()) != 1)
@@ -132,14 +137,17 @@ handle memory_type(dtype t) { return float_type(t, H5T_NATIVE_FLOAT, H5T_NATIVE_
 std::string describe_type(hid_t type) {
   const std::string bits = std::to_string(8 * H5Tget_size(type)) + "-bit ";
   switch (H5Tget_class(type)) {
-    case H5T_INTEGER: return bits + "integer";
-    case H5T_STRING: return "a string";
+    case H5T_INTEGER:
+      return bits + "integer";
+    case H5T_STRING:
+      return "a string";
     case H5T_FLOAT:
       for (const dtype t : {dtype::fp32, dtype::fp64, dtype::bf16, dtype::fp16})
         if (H5Tequal(type, file_type(t).get()) > 0 || H5Tequal(type, memory_type(t).get()) > 0)
           return bits + "float (" + name(t) + ")";
       return bits + "float of a layout kamp does not use";
-    default: return "a non-numeric type";
+    default:
+      return "a non-numeric type";
   }
 }
 
@@ -362,9 +370,9 @@ void write_dataset(hid_t parent, const std::string& name, dtype t, const std::ve
   handle dcpl = checked(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "creating dataset properties");
   check(H5Pset_chunk(dcpl.get(), int(chunk.size()), chunk.data()), "chunking '" + name + "'");
   check(H5Pset_fletcher32(dcpl.get()), "adding a checksum to '" + name + "'");
-  handle set = checked(
-      H5Dcreate2(parent, name.c_str(), file_type(t).get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-      H5Dclose, "creating dataset '" + name + "'");
+  handle set =
+      checked(H5Dcreate2(parent, name.c_str(), file_type(t).get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+              H5Dclose, "creating dataset '" + name + "'");
   select(space.get(), shape, part);
   check(H5Dwrite(set.get(), memory_type(t).get(), memory_space(part).get(), space.get(), transfer(collective).get(),
                  data),
@@ -409,7 +417,8 @@ handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::v
     if (H5Pget_filter_by_id2(plist.get(), H5Z_FILTER_FLETCHER32, &flags, &elements, &values, sizeof filter_name,
                              filter_name, &config) < 0) {
       H5Eclear2(H5E_DEFAULT);
-      throw checkpoint_error("dataset " + where + " has no Fletcher-32 checksum filter: kamp writes every tensor "
+      throw checkpoint_error("dataset " + where +
+                             " has no Fletcher-32 checksum filter: kamp writes every tensor "
                              "with one, so the file was rewritten by another tool and cannot be verified");
     }
   }
@@ -418,10 +427,9 @@ handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::v
   hsize_t elements = 1;
   for (const std::size_t d : shape) elements *= d;
   if (H5Dget_storage_size(set.get()) < elements * size_of(t))
-    throw checkpoint_error("dataset " + where + " has chunks that were never written (" +
-                           std::to_string(H5Dget_storage_size(set.get())) + " of " +
-                           std::to_string(elements * size_of(t)) +
-                           " bytes stored): the file is incomplete or was edited");
+    throw checkpoint_error(
+        "dataset " + where + " has chunks that were never written (" + std::to_string(H5Dget_storage_size(set.get())) +
+        " of " + std::to_string(elements * size_of(t)) + " bytes stored): the file is incomplete or was edited");
   return set;
 }
 

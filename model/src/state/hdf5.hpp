@@ -82,9 +82,9 @@ handle create_parallel_file(const std::string& path, MPI_Comm comm);
 #endif
 
 /// A dataset of `shape` in type `t`, chunked with a Fletcher-32 checksum per chunk, of which
-/// this process writes `part` (elements in row-major order over the shape) from `data` (collectively: every rank of a parallel file calls it,
-/// possibly with an empty part), and `hash` (content_hash() of all its elements) in the attribute
-/// `content_hash`.
+/// this process writes `part` (elements in row-major order over the shape) from `data` (collectively: every rank of a
+/// parallel file calls it, possibly with an empty part), and `hash` (content_hash() of all its elements) in the
+/// attribute `content_hash`.
 void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                    const void* data, element_range part, std::uint64_t hash, bool collective);
 /// Opens dataset `name` after checking it exists with element type `t` and `shape`; each

@@ -16,8 +16,8 @@ state_weights<ES>::state_weights(const training_state& state) : table_(state.mod
   const state_tensor* master = tensor("master");
   if (model == nullptr) throw std::invalid_argument("the training state has no model weights (role 'model')");
   if (state.policy.has_master() && master == nullptr)
-    throw std::invalid_argument(std::string("the training state lacks the fp32 master weights ") + name(state.policy.mode) +
-                                " keeps (role 'master')");
+    throw std::invalid_argument(std::string("the training state lacks the fp32 master weights ") +
+                                name(state.policy.mode) + " keeps (role 'master')");
   const state_tensor* exact = master != nullptr ? master : model;
   const auto to_device = [&](const state_tensor& t, const char* label) {
     Kokkos::View<unsigned char*, typename ES::memory_space> out(std::string(label), t.bytes.size());

@@ -39,7 +39,8 @@ std::vector<std::string> option_differences(const train_options& saved, const tr
   std::size_t i = 0;
   detail::for_each_option(now, [&](const char*, const auto& v) {
     const std::string after = to_text(v);
-    if (after != before[i].second) out.push_back(std::string(before[i].first) + " " + before[i].second + " -> " + after);
+    if (after != before[i].second)
+      out.push_back(std::string(before[i].first) + " " + before[i].second + " -> " + after);
     ++i;
   });
   return out;
@@ -90,9 +91,9 @@ training_state slice_of(const training_state& whole, element_range range) {
     const std::size_t width = size_of(t.type);
     if (range.last * width > t.bytes.size())
       throw std::invalid_argument("kamp::slice_of: the range is past the end of tensor " + t.role);
-    s.tensors.push_back({t.role, t.type,
-                         std::vector<unsigned char>(t.bytes.begin() + range.first * width,
-                                                    t.bytes.begin() + range.last * width)});
+    s.tensors.push_back(
+        {t.role, t.type,
+         std::vector<unsigned char>(t.bytes.begin() + range.first * width, t.bytes.begin() + range.last * width)});
   }
   return s;
 }
@@ -131,9 +132,8 @@ void check_state(const training_state& s, const tensor_table& table) {
           std::memcpy(&copy, model->bytes.data() + (i - slice.first) * sizeof(T), sizeof(T));
           const T rounded = from_float<T>(m);
           if (std::memcmp(&rounded, &copy, sizeof(T)) != 0)
-            fail("model/" + e.name + " element " + std::to_string(i - e.offset) + " is " +
-                 to_text(load_float(&copy)) + " but its fp32 master " + to_text(m) + " rounds to " +
-                 to_text(load_float(&rounded)) +
+            fail("model/" + e.name + " element " + std::to_string(i - e.offset) + " is " + to_text(load_float(&copy)) +
+                 " but its fp32 master " + to_text(m) + " rounds to " + to_text(load_float(&rounded)) +
                  ": the model copy and the master weights disagree; the file was damaged or edited");
         }
     });

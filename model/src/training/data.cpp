@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <iterator>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -33,17 +33,22 @@ std::string default_corpus(std::size_t bytes, std::uint64_t seed) {
   static const char* const subjects[] = {"the model", "a kernel",  "the optimizer", "my gpu",    "the scaler",
                                          "a tensor",  "the batch", "our cluster",   "the layer", "a student"};
   static const char* const verbs[] = {"computes", "rounds", "stores", "reads", "scales", "checks", "updates", "writes"};
-  static const char* const objects[] = {"the weights",  "a gradient", "the loss",     "every block",
+  static const char* const objects[] = {"the weights",     "a gradient", "the loss",    "every block",
                                         "the master copy", "each value", "the moments", "a checkpoint"};
-  static const char* const manners[] = {"in bfloat16", "in half precision", "in single precision", "with care",
-                                        "on every rank", "without a sync", "twice", "at once"};
-  static const char* const facts[] = {
-      "bfloat16 keeps the range of float and drops precision.",
-      "half precision has five exponent bits and ten fraction bits.",
-      "a loss scale keeps small gradients above the underflow limit.",
-      "master weights stay in float so that tiny updates are not lost.",
-      "layer norm and softmax run in float for stable statistics.",
-      "stochastic rounding keeps small updates in expectation."};
+  static const char* const manners[] = {"in bfloat16",
+                                        "in half precision",
+                                        "in single precision",
+                                        "with care",
+                                        "on every rank",
+                                        "without a sync",
+                                        "twice",
+                                        "at once"};
+  static const char* const facts[] = {"bfloat16 keeps the range of float and drops precision.",
+                                      "half precision has five exponent bits and ten fraction bits.",
+                                      "a loss scale keeps small gradients above the underflow limit.",
+                                      "master weights stay in float so that tiny updates are not lost.",
+                                      "layer norm and softmax run in float for stable statistics.",
+                                      "stochastic rounding keeps small updates in expectation."};
   picker p(seed);
   std::string text;
   text.reserve(bytes + 128);
@@ -92,7 +97,8 @@ namespace {
 
 std::string read_all(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("data: cannot open '" + path.string() + "' for reading; check the path given to --data");
+  if (!in)
+    throw std::runtime_error("data: cannot open '" + path.string() + "' for reading; check the path given to --data");
   std::ostringstream s;
   s << in.rdbuf();
   if (in.bad()) throw std::runtime_error("data: reading '" + path.string() + "' failed");
@@ -103,7 +109,8 @@ std::string read_all(const std::filesystem::path& path) {
 
 token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context) {
   std::error_code error;
-  if (!std::filesystem::is_directory(path, error)) return token_dataset(read_all(path), validation_fraction, context, path);
+  if (!std::filesystem::is_directory(path, error))
+    return token_dataset(read_all(path), validation_fraction, context, path);
   // Path order, so that the text (and a run's batches) is the same on every file system.
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::recursive_directory_iterator(
@@ -136,7 +143,8 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
     ++used;
   }
   if (used == 0)
-    throw std::runtime_error("data: the directory '" + path + "' holds no text file (" + std::to_string(skipped.size()) +
+    throw std::runtime_error("data: the directory '" + path + "' holds no text file (" +
+                             std::to_string(skipped.size()) +
                              " binary files skipped); give --data a text file or a directory of them");
   token_dataset out(text, validation_fraction, context, path + " (" + std::to_string(used) + " files)");
   out.skipped_ = std::move(skipped);
@@ -148,8 +156,8 @@ void token_dataset::sample(split part, std::uint64_t seed, std::uint64_t index, 
   const auto& b = bytes(part);
   const std::uint64_t windows = b.size() - std::size_t(context_);
   for (int w = 0; w < batch; ++w) {
-    const std::size_t start = detail::window_start(detail::split_stream(seed, part == split::train), index, batch, w,
-                                                   windows);
+    const std::size_t start =
+        detail::window_start(detail::split_stream(seed, part == split::train), index, batch, w, windows);
     for (int t = 0; t < context_; ++t) {
       tokens[w * context_ + t] = b[start + t];
       targets[w * context_ + t] = b[start + t + 1];

@@ -28,14 +28,14 @@ struct adamw_slot final : optimizer_slot {
   fused_optimizer<adamw_rule, Model, float, Moment, memory_space> opt;
   Kokkos::View<Model*, memory_space> model;
 
-  adamw_slot(const std::vector<float>& initial, element_range shard, bool whole_copy,
-             const adamw_options& hyper, weight_update update, rounding_options rounding)
+  adamw_slot(const std::vector<float>& initial, element_range shard, bool whole_copy, const adamw_options& hyper,
+             weight_update update, rounding_options rounding)
       : first(whole_copy ? shard.first : 0),
         opt(shard.size(), hyper, update, rounding),
         model("kamp::trainer::model_copy", initial.size()) {
     Kokkos::View<float*, memory_space> w("kamp::trainer::initial", initial.size());
-    Kokkos::deep_copy(w, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(initial.data(),
-                                                                                                  initial.size()));
+    Kokkos::deep_copy(
+        w, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(initial.data(), initial.size()));
     // Every rank rounds its model copy from the same initial weights: nothing to gather.
     const execution_space ex;
     cast(ex, model, w);
@@ -99,13 +99,14 @@ struct adamw_slot final : optimizer_slot {
 }  // namespace
 
 std::unique_ptr<optimizer_slot> make_optimizer(const precision_policy& policy, const train_options& o,
-                                               const std::vector<float>& initial,
-                                               element_range shard, bool whole_copy) {
+                                               const std::vector<float>& initial, element_range shard,
+                                               bool whole_copy) {
   rounding_options sr;
   sr.mode = rounding::stochastic;
   sr.seed = o.seed;
   sr.stream_offset = shard.first;  // each element's random stream does not depend on the shards
-  const auto slot = [&](auto model, auto moment, weight_update update, rounding_options rounding) -> std::unique_ptr<optimizer_slot> {
+  const auto slot = [&](auto model, auto moment, weight_update update,
+                        rounding_options rounding) -> std::unique_ptr<optimizer_slot> {
     return std::make_unique<adamw_slot<decltype(model), decltype(moment)>>(initial, shard, whole_copy, o.adamw, update,
                                                                            rounding);
   };

@@ -37,8 +37,7 @@ struct optimizer_slot {
 /// from `initial`, which holds the elements of the model copy the rank keeps: all of them when
 /// `whole_copy` (every rank reads the whole copy), else its shard's (ZeRO-3).
 std::unique_ptr<optimizer_slot> make_optimizer(const precision_policy& policy, const train_options& o,
-                                               const std::vector<float>& initial,
-                                               element_range shard, bool whole_copy);
+                                               const std::vector<float>& initial, element_range shard, bool whole_copy);
 
 /// The loss scaler of a mode: amp_fp16's options, or a static scale of 1.
 loss_scaler_options scaler_options(const precision_policy& policy, const train_options& o);

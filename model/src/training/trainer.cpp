@@ -24,8 +24,8 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
       options_(options),
       parallel_(parallel),
       schedule_{double(options.lr), double(options.min_lr_ratio), options.warmup, options.steps},
-      scaler_((options.validate(), config.validate(), policy.validate(config),
-               detail::scaler_options(policy, options))),
+      scaler_(
+          (options.validate(), config.validate(), policy.validate(config), detail::scaler_options(policy, options))),
       check_("kamp::trainer::check"),
       batches_(data, options.batch),
       micro_losses_("kamp::trainer::micro_losses", options.micro_batches),
@@ -37,23 +37,24 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
     throw std::invalid_argument(std::string("trainer: gradients are reduced in fp32 or bf16, not ") +
                                 name(parallel.gradient_reduction));
   if (parallel.level == sharding::none)
-    throw std::invalid_argument("trainer: data parallelism shards at least the optimizer state: use sharding "
-                                "optimizer (ZeRO-1), gradients (ZeRO-2) or parameters (ZeRO-3/FSDP)");
+    throw std::invalid_argument(
+        "trainer: data parallelism shards at least the optimizer state: use sharding "
+        "optimizer (ZeRO-1), gradients (ZeRO-2) or parameters (ZeRO-3/FSDP)");
   const tensor_table table = config.parameter_table();
   const dist::communicator& ranks = parallel.ranks;
   for (int r = 0; r < ranks.size(); ++r) {
     shards_.push_back(table.shard(r, ranks.size()));
     if (shards_.back().empty())
-      throw std::invalid_argument("trainer: " + std::to_string(ranks.size()) + " ranks leave rank " + std::to_string(r) +
-                                  " without a shard of the " + std::to_string(table.flat_size()) +
+      throw std::invalid_argument("trainer: " + std::to_string(ranks.size()) + " ranks leave rank " +
+                                  std::to_string(r) + " without a shard of the " + std::to_string(table.flat_size()) +
                                   " parameters (shards are multiples of 64): use fewer ranks or a larger model");
   }
   model_ = std::make_unique<gpt<float>>(config, policy, options.batch);
   const bool sharded_copy = ranks.distributed() && parallel.level == sharding::parameters;
-  optimizer_ = detail::make_optimizer(policy, options,
-                                      sharded_copy ? gpt2_initial_weights(config, options.seed, shard())
-                                                   : gpt2_initial_weights(config, options.seed),
-                                      shard(), !sharded_copy);
+  optimizer_ = detail::make_optimizer(
+      policy, options,
+      sharded_copy ? gpt2_initial_weights(config, options.seed, shard()) : gpt2_initial_weights(config, options.seed),
+      shard(), !sharded_copy);
   if (ranks.distributed() && parallel.level != sharding::optimizer)
     units_ = std::make_unique<detail::sharded_units>(
         *model_, parallel_.ranks, shards_, parallel.gradient_reduction, sharded_copy, !parallel.reshard_after_forward,
@@ -209,7 +210,8 @@ std::vector<step_report> trainer::reports() {
   drained_.clear();
   if (unread_ == 0) return out;
   // A copy even where the device is the host, so that it is one step's single read.
-  Kokkos::View<detail::step_record*, Kokkos::HostSpace> host(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kamp::trainer::reports"), unread_);
+  Kokkos::View<detail::step_record*, Kokkos::HostSpace> host(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kamp::trainer::reports"), unread_);
   Kokkos::deep_copy(host, Kokkos::subview(records_, std::make_pair(std::int64_t(0), unread_)));
   const auto now = std::chrono::steady_clock::now();
   const std::int64_t steps = std::int64_t(out.size()) + unread_;
@@ -298,7 +300,9 @@ std::string option_name(std::string field) {
 }  // namespace
 
 void trainer::check_restorable(const training_state& s) const {
-  const auto fail = [](const std::string& what) { throw std::invalid_argument("the saved state does not fit this run: " + what); };
+  const auto fail = [](const std::string& what) {
+    throw std::invalid_argument("the saved state does not fit this run: " + what);
+  };
   std::vector<int> saved;
   detail::for_each_field(s.model, [&](const char*, int v) { saved.push_back(v); });
   std::size_t i = 0;
@@ -309,8 +313,7 @@ void trainer::check_restorable(const training_state& s) const {
            std::to_string(saved[i]) + "), or start a new run in another checkpoint directory");
     ++i;
   });
-  if (s.policy.mode != policy_.mode ||
-      (policy_.mode == precision_mode::pure_bf16 && s.policy.update != policy_.update))
+  if (s.policy.mode != policy_.mode || (policy_.mode == precision_mode::pure_bf16 && s.policy.update != policy_.update))
     fail(std::string("it was written in precision mode ") + name(s.policy.mode) +
          (s.policy.mode == precision_mode::pure_bf16 ? std::string(" (") + name(s.policy.update) + " updates)" : "") +
          ", this run uses " + name(policy_.mode) +

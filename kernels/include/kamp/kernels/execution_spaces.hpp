@@ -35,9 +35,10 @@
 #endif
 
 /// F(Space) for every enabled execution space (explicit instantiations).
-#define KAMP_FOR_EACH_EXECUTION_SPACE(F)                                                                       \
-  KAMP_IF_CUDA(F(Kokkos::Cuda)) KAMP_IF_HIP(F(kamp::detail::hip_space)) KAMP_IF_OPENMP(F(Kokkos::OpenMP)) \
-  KAMP_IF_THREADS(F(Kokkos::Threads)) KAMP_IF_SERIAL(F(Kokkos::Serial))
+#define KAMP_FOR_EACH_EXECUTION_SPACE(F)  \
+  KAMP_IF_CUDA(F(Kokkos::Cuda))           \
+  KAMP_IF_HIP(F(kamp::detail::hip_space)) \
+  KAMP_IF_OPENMP(F(Kokkos::OpenMP)) KAMP_IF_THREADS(F(Kokkos::Threads)) KAMP_IF_SERIAL(F(Kokkos::Serial))
 
 /// The same spaces as a comma-separated type list (Catch2's TEMPLATE_TEST_CASE, whose test names
 /// then show the space). A host space always exists and ends the list without a comma: Serial,
@@ -53,9 +54,9 @@
 #define KAMP_DETAIL_LAST_HOST_SPACE Kokkos::Threads
 #define KAMP_DETAIL_OTHER_HOST_SPACES(F)
 #endif
-#define KAMP_EXECUTION_SPACES                                                                                     \
-  KAMP_IF_CUDA(KAMP_DETAIL_SPACE_THEN_COMMA(Kokkos::Cuda))                                                        \
-  KAMP_IF_HIP(KAMP_DETAIL_SPACE_THEN_COMMA(kamp::detail::hip_space))                                              \
+#define KAMP_EXECUTION_SPACES                                        \
+  KAMP_IF_CUDA(KAMP_DETAIL_SPACE_THEN_COMMA(Kokkos::Cuda))           \
+  KAMP_IF_HIP(KAMP_DETAIL_SPACE_THEN_COMMA(kamp::detail::hip_space)) \
   KAMP_DETAIL_OTHER_HOST_SPACES(KAMP_DETAIL_SPACE_THEN_COMMA) KAMP_DETAIL_LAST_HOST_SPACE
 
 #endif

@@ -36,8 +36,7 @@ using gemm_accum_t = common_accum_t<typename AView::non_const_value_type, typena
 /// rank-2 views (one matrix) and rank-3 views (batch, rows, cols) alike.
 template <class AView, class BView, class CView>
 auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
-                       const CView& C,
-                       const gemm_accum_t<AView, BView, CView>* bias, std::size_t bias_size) {
+                       const CView& C, const gemm_accum_t<AView, BView, CView>* bias, std::size_t bias_size) {
   constexpr int r = CView::rank;  // matrix dimensions are r-2 (rows) and r-1 (columns)
   check_gemm_operand(A, "A");
   check_gemm_operand(B, "B");
@@ -98,10 +97,9 @@ struct gemm_path_info {
 template <class ExecutionSpace, class TA, class TB, class TC>
 gemm_path_info gemm_path_on_this_machine() {
   constexpr int s = 256;
-  const detail::gemm_problem<TA, TB, TC> p{s, s, s, 1, false, false, 1.0f, 0.0f, nullptr, s, 0, nullptr, s, 0,
-                                           nullptr, s, 0, nullptr};
-  const detail::gemm_route<ExecutionSpace, TA, TB, TC> route(p, gemm_algorithm::automatic,
-                                                             detail::gemm_vendor_order());
+  const detail::gemm_problem<TA, TB, TC> p{s, s, s,       1, false, false,   1.0f, 0.0f, nullptr,
+                                           s, 0, nullptr, s, 0,     nullptr, s,    0,    nullptr};
+  const detail::gemm_route<ExecutionSpace, TA, TB, TC> route(p, gemm_algorithm::automatic, detail::gemm_vendor_order());
   return {route.path, detail::gemm_explanation<ExecutionSpace>(p, route.path, detail::gemm_vendor_order())};
 }
 
@@ -119,11 +117,11 @@ template <class ExecutionSpace, class AView, class BView, class CView>
 std::string gemm_path_for(op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta, const CView& C,
                           const Kokkos::View<const detail::gemm_accum_t<AView, BView, CView>*,
                                              typename ExecutionSpace::memory_space>& bias = {}) {
-  const auto p = detail::make_gemm_problem("kamp::gemm_path_for", op_a, op_b, alpha, A, B, beta, C, bias.data(),
-                                           bias.extent(0));
-  return detail::gemm_route<ExecutionSpace, typename AView::non_const_value_type,
-                            typename BView::non_const_value_type, typename CView::non_const_value_type>(
-             p, gemm_algorithm::automatic, detail::gemm_vendor_order())
+  const auto p =
+      detail::make_gemm_problem("kamp::gemm_path_for", op_a, op_b, alpha, A, B, beta, C, bias.data(), bias.extent(0));
+  return detail::gemm_route<ExecutionSpace, typename AView::non_const_value_type, typename BView::non_const_value_type,
+                            typename CView::non_const_value_type>(p, gemm_algorithm::automatic,
+                                                                  detail::gemm_vendor_order())
       .path;
 }
 

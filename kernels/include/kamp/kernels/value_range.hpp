@@ -12,7 +12,7 @@ namespace kamp {
 /// \brief How large a buffer's values are and how many are not finite: what decides whether
 /// it fits fp16 (max 65504) and where an inf/NaN first appeared.
 struct value_range {
-  double max_abs = 0;             ///< largest |x| over the finite values
+  double max_abs = 0;            ///< largest |x| over the finite values
   std::uint64_t non_finite = 0;  ///< count of inf and NaN
 };
 
@@ -32,7 +32,7 @@ value_range value_range_kernel(const ExecutionSpace& space, const T* x, std::int
   std::uint64_t bad = 0;
   Kokkos::parallel_reduce(
       "kamp::value_range::non_finite", Kokkos::RangePolicy<ExecutionSpace>(space, 0, n),
-      KOKKOS_LAMBDA(std::int64_t i, std::uint64_t& c) {
+      KOKKOS_LAMBDA(std::int64_t i, std::uint64_t & c) {
         const double v = load_as<double>(x + i);
         c += v - v == 0.0 ? 0 : 1;
       },

@@ -14,10 +14,14 @@ enum class dtype { fp32, bf16, fp16, fp64 };
 
 inline const char* name(dtype t) {
   switch (t) {
-    case dtype::fp32: return "fp32";
-    case dtype::bf16: return "bf16";
-    case dtype::fp16: return "fp16";
-    case dtype::fp64: return "fp64";
+    case dtype::fp32:
+      return "fp32";
+    case dtype::bf16:
+      return "bf16";
+    case dtype::fp16:
+      return "fp16";
+    case dtype::fp64:
+      return "fp64";
   }
   return "?";
 }
@@ -32,10 +36,14 @@ inline dtype parse_dtype(const std::string& s) {
 
 template <class T>
 constexpr dtype dtype_of() {
-  if constexpr (std::is_same_v<T, double>) return dtype::fp64;
-  else if constexpr (std::is_same_v<T, float>) return dtype::fp32;
-  else if constexpr (std::is_same_v<T, bf16>) return dtype::bf16;
-  else return dtype::fp16;
+  if constexpr (std::is_same_v<T, double>)
+    return dtype::fp64;
+  else if constexpr (std::is_same_v<T, float>)
+    return dtype::fp32;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return dtype::bf16;
+  else
+    return dtype::fp16;
 }
 
 /// \brief Calls f(T{}) with the element type named by `t`. Code whose compute type is Real only
@@ -49,10 +57,14 @@ decltype(auto) visit_dtype(dtype t, F&& f) {
     return f(double{});
   } else {
     switch (t) {
-      case dtype::bf16: return f(bf16{});
-      case dtype::fp16: return f(fp16{});
-      case dtype::fp32: return f(float{});
-      case dtype::fp64: break;
+      case dtype::bf16:
+        return f(bf16{});
+      case dtype::fp16:
+        return f(fp16{});
+      case dtype::fp32:
+        return f(float{});
+      case dtype::fp64:
+        break;
     }
     throw std::invalid_argument("a fp32 computation cannot use fp64 data");
   }

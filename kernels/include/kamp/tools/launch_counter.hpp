@@ -24,8 +24,8 @@ struct launch_tally {
   /// (kamp::gemm[dnnl|widened|kokkosblas,...], whose libraries run on their own threads) and
   /// before Kokkos 4's host memset of a zero fill ("HostSpace fence", there for HPX).
   int host_fences = 0;
-  int tool_fences = 0;         ///< fences Kokkos (>= 4) adds around callbacks while a tool listens
-  int copies = 0;              ///< deep copies between views (fills of a scalar excluded)
+  int tool_fences = 0;  ///< fences Kokkos (>= 4) adds around callbacks while a tool listens
+  int copies = 0;       ///< deep copies between views (fills of a scalar excluded)
   std::vector<std::string> fence_names, copy_names;
   std::vector<std::string> gemms;  ///< kamp::gemm[...] regions entered, in order
 };

@@ -37,8 +37,8 @@ const char* dtype_name() {
 
 template <class TA, class TB, class TC>
 std::string gemm_region_name(const char* path) {
-  return std::string("kamp::gemm[") + path + "," + dtype_name<TA>() + "," + dtype_name<TB>() + "," +
-         dtype_name<TC>() + "]";
+  return std::string("kamp::gemm[") + path + "," + dtype_name<TA>() + "," + dtype_name<TB>() + "," + dtype_name<TC>() +
+         "]";
 }
 
 /// The problem a vendor without a bias epilogue runs after bias_prologue: C already holds

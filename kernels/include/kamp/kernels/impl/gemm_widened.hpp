@@ -62,14 +62,13 @@ class widening_workspace {
 template <class T>
 void widen_matrices(const Kokkos::DefaultHostExecutionSpace& space, float* dst, const T* src, int batch, int rows,
                     int cols, std::int64_t ld, std::int64_t stride) {
-  Kokkos::parallel_for(
-      "kamp::gemm::widen", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(space, 0, batch * rows),
-      [=](int r) {
-        const T* KAMP_RESTRICT in = src + (r / rows) * stride + std::int64_t(r % rows) * ld;
-        float* KAMP_RESTRICT out = dst + std::int64_t(r) * cols;
-        KAMP_SIMD()
-        for (int c = 0; c < cols; ++c) out[c] = load_float(in + c);
-      });
+  Kokkos::parallel_for("kamp::gemm::widen",
+                       Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(space, 0, batch * rows), [=](int r) {
+                         const T* KAMP_RESTRICT in = src + (r / rows) * stride + std::int64_t(r % rows) * ld;
+                         float* KAMP_RESTRICT out = dst + std::int64_t(r) * cols;
+                         KAMP_SIMD()
+                         for (int c = 0; c < cols; ++c) out[c] = load_float(in + c);
+                       });
 }
 
 template <class TA, class TB, class TC>
@@ -96,7 +95,8 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
         return std::string("operands widened to fp32") + (c_is_fp32 ? "" : ", C rounded once") + " for " +
                gemm_explanation<ExecutionSpace>(s, route(s).path, gemm_vendor_order());
       }
-      default: return "no fp32 vendor path takes the widened problem";
+      default:
+        return "no fp32 vendor path takes the widened problem";
     }
   }
 
@@ -117,8 +117,10 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
       const auto elements = [&](int rows, int cols) { return std::size_t(p.batch) * rows * cols; };
       float* a = std::is_same_v<TA, float> ? nullptr : w.get(0, elements(a_rows, a_cols));
       float* b = std::is_same_v<TB, float> ? nullptr : w.get(1, elements(b_rows, b_cols));
-      if constexpr (!std::is_same_v<TA, float>) widen_matrices(space, a, p.a, p.batch, a_rows, a_cols, p.lda, p.stride_a);
-      if constexpr (!std::is_same_v<TB, float>) widen_matrices(space, b, p.b, p.batch, b_rows, b_cols, p.ldb, p.stride_b);
+      if constexpr (!std::is_same_v<TA, float>)
+        widen_matrices(space, a, p.a, p.batch, a_rows, a_cols, p.lda, p.stride_a);
+      if constexpr (!std::is_same_v<TB, float>)
+        widen_matrices(space, b, p.b, p.batch, b_rows, b_cols, p.ldb, p.stride_b);
       space.fence();
       const auto s = staged<float, float>(p, a, b, c);
       route(s).run(space, s);
@@ -127,13 +129,12 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
       TC* out = p.c;
       const int m = p.m, n = p.n;
       const std::int64_t ldc = p.ldc, stride_c = p.stride_c;
-      Kokkos::parallel_for(
-          "kamp::gemm::round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, p.batch * m), [=](int r) {
-            const float* KAMP_RESTRICT in = c + std::int64_t(r) * n;
-            TC* KAMP_RESTRICT row = out + (r / m) * stride_c + std::int64_t(r % m) * ldc;
-            KAMP_SIMD()
-            for (int j = 0; j < n; ++j) store_nearest(row + j, in[j]);
-          });
+      Kokkos::parallel_for("kamp::gemm::round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, p.batch * m), [=](int r) {
+        const float* KAMP_RESTRICT in = c + std::int64_t(r) * n;
+        TC* KAMP_RESTRICT row = out + (r / m) * stride_c + std::int64_t(r % m) * ldc;
+        KAMP_SIMD()
+        for (int j = 0; j < n; ++j) store_nearest(row + j, in[j]);
+      });
       space.fence();
     }
   }
@@ -162,8 +163,8 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
   template <class SA, class SB>
   static gemm_problem<SA, SB, float> staged(const problem& p, const float* a, const float* b, float* c) {
     const std::int64_t a_cols = p.trans_a ? p.m : p.k, b_cols = p.trans_b ? p.k : p.n;
-    gemm_problem<SA, SB, float> s{p.m,     p.n, p.k, p.batch, p.trans_a, p.trans_b, p.alpha, p.beta, nullptr, 0, 0,
-                                  nullptr, 0,   0,   nullptr, 0,         0,         p.bias};
+    gemm_problem<SA, SB, float> s{p.m, p.n, p.k,     p.batch, p.trans_a, p.trans_b, p.alpha, p.beta, nullptr,
+                                  0,   0,   nullptr, 0,       0,         nullptr,   0,       0,      p.bias};
     if constexpr (std::is_same_v<SA, TA>) {
       s.a = p.a, s.lda = p.lda, s.stride_a = p.stride_a;
     } else {

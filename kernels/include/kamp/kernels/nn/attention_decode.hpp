@@ -81,8 +81,8 @@ void kv_cache_append(const ExecutionSpace& space, const Kokkos::View<Q*, QP...>&
   detail::check_extent("kamp::kv_cache_append", "values", values.extent(0) * values.extent(1) * values.extent(2),
                        heads * capacity * d);
   if (position < 0 || position >= capacity)
-    throw std::out_of_range("kamp::kv_cache_append: position " + std::to_string(position) +
-                            " is outside the cache's " + std::to_string(capacity) + " positions");
+    throw std::out_of_range("kamp::kv_cache_append: position " + std::to_string(position) + " is outside the cache's " +
+                            std::to_string(capacity) + " positions");
   detail::kv_cache_append_kernel(space, qkv.data(), keys.data(), values.data(), heads, capacity, d, position);
 }
 
@@ -97,8 +97,9 @@ void attention_decode(const ExecutionSpace& space, const Kokkos::View<Q*, QP...>
                       const Kokkos::View<T***, KP...>& keys, const Kokkos::View<T***, KP...>& values,
                       std::int64_t position, float alpha, const Kokkos::View<float**, SP...>& scores,
                       const Kokkos::View<O**, PP...>& probs, const Kokkos::View<O*, OP...>& out) {
-  static_assert(std::is_same_v<std::remove_const_t<Q>, std::remove_const_t<T>> && std::is_same_v<O, std::remove_const_t<T>>,
-                "kamp::attention_decode: q, the caches, the probabilities and the output share the compute type");
+  static_assert(
+      std::is_same_v<std::remove_const_t<Q>, std::remove_const_t<T>> && std::is_same_v<O, std::remove_const_t<T>>,
+      "kamp::attention_decode: q, the caches, the probabilities and the output share the compute type");
   const std::int64_t heads = keys.extent(0), capacity = keys.extent(1), d = keys.extent(2);
   detail::check_extent("kamp::attention_decode", "qkv", qkv.extent(0), 3 * heads * d);
   detail::check_extent("kamp::attention_decode", "scores", scores.extent(0) * scores.extent(1), heads * capacity);

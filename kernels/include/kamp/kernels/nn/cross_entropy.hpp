@@ -15,8 +15,8 @@ void cross_entropy_kernel(const ExecutionSpace& space, const L* ls, std::int64_t
                           std::int64_t n, std::int64_t v, L factor,
                           const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler) {
   const bool backward = ds != nullptr;
-  report_traffic("kamp::cross_entropy", elements_bytes<L>(n * v) + elements_bytes<int, L>(n) +
-                                            (backward ? elements_bytes<D>(n * v) : 0.0));
+  report_traffic("kamp::cross_entropy",
+                 elements_bytes<L>(n * v) + elements_bytes<int, L>(n) + (backward ? elements_bytes<D>(n * v) : 0.0));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::cross_entropy", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {

@@ -61,7 +61,8 @@ KOKKOS_INLINE_FUNCTION float exp_polynomial(float x) {
   const float n = t - shifter;
   const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln2 split in two for an exact r
   const float p =
-      1.0f + r * (1.0f + r * (0.5f + r * (1.66666672e-1f + r * (4.16666679e-2f + r * (8.33333377e-3f + r * 1.38888892e-3f)))));
+      1.0f +
+      r * (1.0f + r * (0.5f + r * (1.66666672e-1f + r * (4.16666679e-2f + r * (8.33333377e-3f + r * 1.38888892e-3f)))));
   return p * bits_to_float((float_to_bits(t) - 0x4b400000u + 127u) << 23);
 }
 

@@ -10,8 +10,8 @@ namespace kamp {
 namespace detail {
 
 template <class ExecutionSpace, class X, class P, class Y, class S>
-void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const P* g, const P* b,
-                              Y* ys, std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
+void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const P* g, const P* b, Y* ys,
+                              std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
   report_traffic("kamp::layernorm_forward",
                  elements_bytes<X, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n));
   using acc = S;
@@ -39,8 +39,8 @@ void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int
 
 template <class ExecutionSpace, class DY, class X, class P, class DX, class S, class G>
 void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::int64_t ldd, const X* xs,
-                               std::int64_t ld, const P* g, const S* ms, const S* rs, DX* dxs, std::int64_t ldx,
-                               G* dg, G* db, std::int64_t n, std::int64_t c) {
+                               std::int64_t ld, const P* g, const S* ms, const S* rs, DX* dxs, std::int64_t ldx, G* dg,
+                               G* db, std::int64_t n, std::int64_t c) {
   // dx is accumulated into (read and written); the parameter pass reads dy and x again.
   report_traffic("kamp::layernorm_backward",
                  elements_bytes<DY, X, DX, DX>(n * c) + elements_bytes<P>(c) + elements_bytes<S, S>(n));
@@ -56,8 +56,8 @@ void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::
         // dx = r (dŷ - mean(dŷ) - x̂ mean(dŷ x̂)) with dŷ = dy gamma.
         const auto d = [&](std::int64_t i) { return load_as<acc>(dyr + i) * load_as<acc>(g + i); };
         const acc mean_d = row_sum<acc>(m, c, d) / acc(c);
-        const acc mean_dx = row_sum<acc>(m, c, [&](std::int64_t i) { return d(i) * (load_as<acc>(xr + i) - mu) * r; }) /
-                            acc(c);
+        const acc mean_dx =
+            row_sum<acc>(m, c, [&](std::int64_t i) { return d(i) * (load_as<acc>(xr + i) - mu) * r; }) / acc(c);
         DX* KAMP_RESTRICT out = dxs + row * ldx;
         row_for(m, c, [&](std::int64_t i) {
           const acc xhat = (load_as<acc>(xr + i) - mu) * r;
@@ -96,8 +96,7 @@ void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::
 /// \param y      (N, C) output in the compute type of the layer that reads it
 /// \param mean   (N) and rstd (N): saved for the backward pass (fp32, or fp64)
 /// Label `kamp::layernorm_forward`.
-template <class ExecutionSpace, class X, class P, class Y, class S, class... XP, class... PP, class... YP,
-          class... SP>
+template <class ExecutionSpace, class X, class P, class Y, class S, class... XP, class... PP, class... YP, class... SP>
 void layernorm_forward(const ExecutionSpace& space, const Kokkos::View<X**, XP...>& x,
                        const Kokkos::View<P*, PP...>& gamma, const Kokkos::View<P*, PP...>& beta,
                        const Kokkos::View<Y**, YP...>& y, const Kokkos::View<S*, SP...>& mean,

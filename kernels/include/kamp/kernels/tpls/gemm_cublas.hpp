@@ -57,11 +57,11 @@ constexpr int cublas_minimum_capability() {
 
 template <class TA, class TB, class TC>
 struct gemm_tpl<cublas_path, Kokkos::Cuda, TA, TB, TC> {
-  static constexpr bool available = !std::is_same_v<TA, double> && !std::is_same_v<TB, double> &&
-                                    !std::is_same_v<TC, double>;
+  static constexpr bool available =
+      !std::is_same_v<TA, double> && !std::is_same_v<TB, double> && !std::is_same_v<TC, double>;
   static constexpr const char* name = "cublas";
-  static constexpr int needed = std::max({cublas_minimum_capability<TA>(), cublas_minimum_capability<TB>(),
-                                           cublas_minimum_capability<TC>()});
+  static constexpr int needed =
+      std::max({cublas_minimum_capability<TA>(), cublas_minimum_capability<TB>(), cublas_minimum_capability<TC>()});
   static bool accepts(const gemm_problem<TA, TB, TC>& p) {
     return p.bias == nullptr && p.k > 0 && cuda_compute_capability() >= needed;
   }

@@ -104,11 +104,11 @@ class dnnl_context {
     std::lock_guard<std::mutex> lock(mutex_);
     const entry& e = find(p);
     const dnnl_version_t* v = dnnl_version();
-    const std::string library = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                                std::to_string(v->patch);
+    const std::string library =
+        "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
     const std::string cpu = "this CPU (oneDNN's ISA: " + isa_name() + ")";
-    const std::string types = std::string(name(dtype_of<TA>())) + " x " + name(dtype_of<TB>()) + " -> " +
-                              name(dtype_of<TC>());
+    const std::string types =
+        std::string(name(dtype_of<TA>())) + " x " + name(dtype_of<TB>()) + " -> " + name(dtype_of<TC>());
     if (e.primitive) return library + " matmul " + e.implementation + " on " + cpu;
     if (e.implementation.empty()) return library + " has no " + types + " matmul on " + cpu;
     return library + " has only its reference " + types + " matmul (" + e.implementation + ") on " + cpu;
@@ -125,9 +125,24 @@ class dnnl_context {
 
   template <class TA, class TB, class TC>
   entry& find(const gemm_problem<TA, TB, TC>& p) {
-    const key k{p.m,        p.n,        p.k,       p.batch,          p.trans_a,        p.trans_b,
-                p.lda,      p.ldb,      p.ldc,     p.stride_a,       p.stride_b,       p.stride_c,
-                p.alpha,    p.beta,     p.bias != nullptr, dtype_of<TA>(), dtype_of<TB>(), dtype_of<TC>()};
+    const key k{p.m,
+                p.n,
+                p.k,
+                p.batch,
+                p.trans_a,
+                p.trans_b,
+                p.lda,
+                p.ldb,
+                p.ldc,
+                p.stride_a,
+                p.stride_b,
+                p.stride_c,
+                p.alpha,
+                p.beta,
+                p.bias != nullptr,
+                dtype_of<TA>(),
+                dtype_of<TB>(),
+                dtype_of<TC>()};
     auto it = cache_.find(k);
     if (it == cache_.end()) it = cache_.emplace(k, make(p)).first;
     return it->second;
@@ -148,14 +163,22 @@ class dnnl_context {
 
   static std::string isa_name() {
     switch (dnnl::get_effective_cpu_isa()) {
-      case dnnl::cpu_isa::sse41: return "sse41";
-      case dnnl::cpu_isa::avx: return "avx";
-      case dnnl::cpu_isa::avx2: return "avx2";
-      case dnnl::cpu_isa::avx512_core: return "avx512_core";
-      case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-      case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-      case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-      default: return "other";
+      case dnnl::cpu_isa::sse41:
+        return "sse41";
+      case dnnl::cpu_isa::avx:
+        return "avx";
+      case dnnl::cpu_isa::avx2:
+        return "avx2";
+      case dnnl::cpu_isa::avx512_core:
+        return "avx512_core";
+      case dnnl::cpu_isa::avx512_core_vnni:
+        return "avx512_core_vnni";
+      case dnnl::cpu_isa::avx512_core_bf16:
+        return "avx512_core_bf16";
+      case dnnl::cpu_isa::avx512_core_amx:
+        return "avx512_core_amx";
+      default:
+        return "other";
     }
   }
 

@@ -14,11 +14,35 @@ namespace kamp {
 /// The GPT's activation buffers. The first group has one buffer per LayerNorm (2L + 1), the
 /// second one per layer, the rest one for the model (backward scratch is shared by all layers).
 enum class activation : int {
-  residual, ln_mean, ln_rstd, ln_out,                             // per LayerNorm
-  qkv_heads, probs, probs_low, attn_out, fc_pre, fc_act,          // per layer
-  qkv_rows, heads_out, logits, losses, tokens, targets,           // forward, once
-  dresid, dresid_low, dln, dfc_act, dfc_pre, dattn_out, dheads,   // backward, once
-  dprobs, dscores, dqkv_heads, dqkv_rows, dlogits, bias,
+  residual,
+  ln_mean,
+  ln_rstd,
+  ln_out,  // per LayerNorm
+  qkv_heads,
+  probs,
+  probs_low,
+  attn_out,
+  fc_pre,
+  fc_act,  // per layer
+  qkv_rows,
+  heads_out,
+  logits,
+  losses,
+  tokens,
+  targets,  // forward, once
+  dresid,
+  dresid_low,
+  dln,
+  dfc_act,
+  dfc_pre,
+  dattn_out,
+  dheads,  // backward, once
+  dprobs,
+  dscores,
+  dqkv_heads,
+  dqkv_rows,
+  dlogits,
+  bias,
   count
 };
 

@@ -29,8 +29,7 @@ class gpt_decoder {
   using logits_view = Kokkos::View<const float*, memory_space>;
 
   /// Validates the config and the policy, then allocates the cache for config.context positions.
-  gpt_decoder(const gpt_config& config, const precision_policy& policy,
-              const ExecutionSpace& space = ExecutionSpace());
+  gpt_decoder(const gpt_config& config, const precision_policy& policy, const ExecutionSpace& space = ExecutionSpace());
   ~gpt_decoder();
   gpt_decoder(const gpt_decoder&) = delete;
   gpt_decoder& operator=(const gpt_decoder&) = delete;
@@ -51,6 +50,10 @@ class gpt_decoder {
 
  private:
   struct buffers;
+  /// What one op of a step reads, for a layer computing in T with exact weights in P: the
+  /// sizes, its buffers as typed views, the bound weights (decoder.cpp).
+  template <class P, class T>
+  struct step;
   template <class P>
   void forward();
   template <class P, class T>
@@ -59,11 +62,14 @@ class gpt_decoder {
   void mlp(int l);
   template <class P, class T>
   void head();
-  /// residual[to] = residual[from] + in · Wᵀ + bias: a block's output Linear and skip connection.
-  template <class P, class In>
-  void residual_branch(const linear_parameters& p, const In& in, int from, int to);
-  /// The bound weights as typed views (model/src/gpt_parts.hpp).
-  auto reader() const;
+  /// LayerNorm of residual stream `from` into the layer's input (ln_out, in T).
+  template <class P, class T>
+  void norm(const norm_parameters& p, int from);
+  /// residual[to] = residual[from] + in · Wᵀ + bias, `in` the first `n` elements of `input` in
+  /// T: a block's output Linear and skip connection.
+  template <class P, class T>
+  void residual_branch(const linear_parameters& p, const Kokkos::View<char*, memory_space>& input, std::size_t n,
+                       int from, int to);
 
   gpt_config config_;
   precision_policy policy_;

@@ -18,7 +18,7 @@ template <class ExecutionSpace>
 std::string generate(gpt_decoder<ExecutionSpace>& decoder, const std::string& prompt, int tokens,
                      const sampling_options& options, const std::function<void(char)>& emit = {});
 
-#define KAMP_GENERATE_DECLARE_(Space)                                                                     \
+#define KAMP_GENERATE_DECLARE_(Space)                                                                         \
   extern template std::string generate(gpt_decoder<Space>&, const std::string&, int, const sampling_options&, \
                                        const std::function<void(char)>&);
 KAMP_FOR_EACH_EXECUTION_SPACE(KAMP_GENERATE_DECLARE_)

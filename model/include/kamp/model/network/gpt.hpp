@@ -23,9 +23,11 @@ namespace kamp {
 
 /// \brief The range of one op's output in one pass: the precision doctor's evidence.
 struct op_observation {
-  std::string op;       ///< h<l>.attn.qkv, h<l>.mlp.gelu, lm_head, ... (the layer and its step)
-  bool backward;        ///< false: the forward output; true: the gradient the backward op produced
-  dtype stored;         ///< the dtype the output is stored in
+  std::string op;        ///< h<l>.attn.qkv, h<l>.mlp.gelu, lm_head, ... (the block and its step)
+  std::string layer;     ///< the layer whose precision it follows (layer_name: h<l>.attn, lm_head, ...)
+  bool residual_stream;  ///< the output is the residual stream (kept in fp32 whatever the layer)
+  bool backward;         ///< false: the forward output; true: the gradient the backward op produced
+  dtype stored;          ///< the dtype the output is stored in
   value_range range;
 };
 
@@ -117,7 +119,10 @@ class gpt {
 
  private:
   struct buffers;
-  struct weights;
+  /// What one op of a pass reads, for a layer computing in T with exact weights in P: the sizes,
+  /// the activations as typed views, the bound weights and the gradients (gpt.cpp).
+  template <class P, class T>
+  struct pass;
   void run(const token_view& tokens, const token_view& targets, bool with_grad, double grad_scale,
            const scaler_view& scaler, const loss_view& loss);
   double run_host(const int* tokens, const int* targets, bool with_grad, double grad_scale, const scaler_view& scaler);
@@ -137,15 +142,21 @@ class gpt {
   void mlp_backward(int l);
   template <class P, class T>
   void head_backward();
+  /// The backward pass of a block's output Linear and skip connection: the gradient of the
+  /// Linear's input `input` into `d_input` from the residual stream's, its weight's and bias'
+  /// gradients added.
+  template <class P, class T, class In, class DIn>
+  void residual_branch_backward(const linear_parameters& p, const In& input, const DIn& d_input);
   /// LayerNorm i (of 2L + 1) of the residual stream into its output in T, and its backward
   /// pass, which adds to the residual stream's gradient; `op` names it for observe().
   template <class P, class T>
-  void norm_forward(int i, const norm_parameters& p, int layer, const char* op);
+  void norm_forward(int i, const norm_parameters& p, int block, layer_part part, const char* op);
   template <class P>
-  void norm_backward(int i, const norm_parameters& p, int layer, const char* op);
-  /// Records the range of an op's output as "<block><op>" (block: "h<l>." or empty for the head).
-  template <class T>
-  void note(int layer, const char* op, bool backward, const T* data, std::size_t n);
+  void norm_backward(int i, const norm_parameters& p, int block, layer_part part, const char* op);
+  /// Records the range of an op's output for observe(): named "<block>.<op>" (the head's ops
+  /// without a block), with the layer it belongs to and whether it is the residual stream.
+  template <class V>
+  void note(int block, layer_part part, const char* op, bool backward, const V& output, bool residual_stream = false);
 
   gpt_config config_;
   precision_policy policy_;
@@ -164,7 +175,7 @@ class gpt {
   std::vector<op_observation>* observations_ = nullptr;
 };
 
-#define KAMP_GPT_DECLARE_(Space)             \
+#define KAMP_GPT_DECLARE_(Space)           \
   extern template class gpt<float, Space>; \
   extern template class gpt<double, Space>;
 KAMP_FOR_EACH_EXECUTION_SPACE(KAMP_GPT_DECLARE_)

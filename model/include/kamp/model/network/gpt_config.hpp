@@ -7,6 +7,16 @@
 
 namespace kamp {
 
+/// The parts of a GPT whose compute precision a policy sets: each block's attention and MLP,
+/// and the LM head (with the final LayerNorm and the loss).
+enum class layer_part { attention, mlp, head };
+
+/// Block `block`'s name, the prefix of its parameters and layers: h<block>.
+std::string block_name(int block);
+/// A layer's name as policies, --fp32-layers and the precision doctor spell it: h<block>.attn,
+/// h<block>.mlp, lm_head (`block` is ignored for the head).
+std::string layer_name(int block, layer_part part);
+
 /// \brief The shape of a decoder-only GPT. Defaults are the reference model (≈ 3.26M parameters).
 struct gpt_config {
   int vocab = 256;    ///< byte-level tokens

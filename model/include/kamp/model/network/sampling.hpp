@@ -17,7 +17,8 @@ struct sampling_options {
 
 /// The token drawn from `logits` (host, `vocab` of them) as draw number `draw` of a run:
 /// softmax(logits / temperature) in fp64 over the top_k most likely (ties: the lower id), then
-/// inverse-CDF sampling with one 53-bit uniform from the words (seed, 2·draw), (seed, 2·draw + 1). Greedy when temperature is 0.
+/// inverse-CDF sampling with one 53-bit uniform from the words (seed, 2·draw), (seed, 2·draw + 1). Greedy when
+/// temperature is 0.
 int sample_token(const float* logits, int vocab, const sampling_options& options, std::uint64_t draw);
 
 }  // namespace kamp

@@ -39,7 +39,6 @@ weight_addresses bound_addresses(const char* api, const gpt_config& config, cons
                                  const weight_binding& binding);
 }  // namespace detail
 
-
 /// The parameters gpt reads from the exact weights rather than the low-precision copy:
 /// embeddings, LayerNorms, biases, and the GEMM weights of layers computing in fp32. With fp32
 /// master weights (AMP) these are the only ones the model needs in fp32.

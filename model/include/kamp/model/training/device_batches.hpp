@@ -55,8 +55,7 @@ class device_batches {
     const int batch = int(tokens_.extent(0)), context = int(tokens_.extent(1));
     const std::uint64_t stream = detail::split_stream(seed, train), windows = bytes.extent(0) - context;
     Kokkos::parallel_for(
-        "kamp::batch::sample",
-        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space_, {0, 0}, {batch, context}),
+        "kamp::batch::sample", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space_, {0, 0}, {batch, context}),
         KOKKOS_LAMBDA(int w, int t) {
           const std::size_t start = detail::window_start(stream, index, batch, w, windows);
           tokens(w, t) = bytes(start + t);
@@ -70,8 +69,8 @@ class device_batches {
   static Kokkos::View<std::uint8_t*, memory_space> upload(const token_dataset& data, token_dataset::split part) {
     const auto& host = data.bytes(part);
     Kokkos::View<std::uint8_t*, memory_space> out("kamp::batch::corpus", host.size());
-    Kokkos::deep_copy(out, Kokkos::View<const std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                               host.data(), host.size()));
+    Kokkos::deep_copy(
+        out, Kokkos::View<const std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(host.data(), host.size()));
     return out;
   }
 

@@ -2,13 +2,13 @@
 #define KAMP_MODEL_TRAINING_TRAINER_HPP
 
 #include <kamp/kernels/gradient_check.hpp>
-#include <kamp/model/training/data.hpp>
-#include <kamp/model/training/device_batches.hpp>
 #include <kamp/model/dist/parallel_options.hpp>
 #include <kamp/model/network/gpt.hpp>
 #include <kamp/model/network/initial_weights.hpp>
-#include <kamp/model/training/lr_schedule.hpp>
 #include <kamp/model/state/training_state.hpp>
+#include <kamp/model/training/data.hpp>
+#include <kamp/model/training/device_batches.hpp>
+#include <kamp/model/training/lr_schedule.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -146,8 +146,8 @@ class trainer {
   /// Per micro-batch loss sums of the step under way, and the reports of unread steps.
   Kokkos::View<double*, gpt<float>::memory_space> micro_losses_;
   Kokkos::View<detail::step_record*, gpt<float>::memory_space> records_;
-  std::int64_t unread_ = 0;                              ///< steps in records_ not yet read
-  std::vector<step_report> drained_;                     ///< read early, when records_ was full
+  std::int64_t unread_ = 0;                             ///< steps in records_ not yet read
+  std::vector<step_report> drained_;                    ///< read early, when records_ was full
   std::chrono::steady_clock::time_point unread_since_;  ///< when the first unread step was launched
   std::int64_t attempts_ = 0;
   double blocked_seconds_ = 0;  ///< in the blocking collectives of level optimizer
