@@ -1,6 +1,7 @@
 // kamp-train: trains the GPT with kamp's kernels in the chosen precision mode. main() reads the
 // options; train() takes the run's steps in order: validation, the checkpoint directory, the
 // data, the banner, the resume, the training loop (train/training_loop.hpp), the summary.
+#include <kamp/model/dist/environment.hpp>
 #include <kamp/model/precision/doctor.hpp>
 #include <kamp/model/precision/gemm_paths.hpp>
 #include <kamp/model/precision/hardware_probe.hpp>

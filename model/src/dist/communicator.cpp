@@ -292,28 +292,4 @@ void communicator::abort(int code) const {
   std::exit(code);
 }
 
-environment::environment(int& argc, char**& argv) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (initialized || !launched()) {
-    if (initialized) world_ = communicator(MPI_COMM_WORLD);
-    return;
-  }
-  int provided = 0;
-  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-  initialized_ = true;
-  // Kokkos' OpenMP threads run between MPI calls, which only the main thread makes.
-  if (provided < MPI_THREAD_FUNNELED)
-    throw std::runtime_error(
-        "kamp::dist: the MPI library does not support MPI_THREAD_FUNNELED, which kamp needs "
-        "(its OpenMP threads run while the main thread calls MPI)");
-  // Errors come back as codes and become exceptions with MPI's message.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  world_ = communicator(MPI_COMM_WORLD);
-}
-
-environment::~environment() {
-  if (initialized_) MPI_Finalize();
-}
-
 }  // namespace kamp::dist

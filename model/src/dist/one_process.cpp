@@ -30,13 +30,4 @@ void communicator::gather(const void* part, void* full, std::size_t element_byte
 }
 void communicator::abort(int code) const { std::exit(code); }
 
-environment::environment(int&, char**&) {
-  if (launched())
-    throw std::runtime_error(
-        "this kamp was built without MPI but an MPI launcher started it: every rank would "
-        "train alone. Rebuild kamp with MPI (Debian: libopenmpi-dev), or run without the "
-        "launcher (KAMP_MPI=0 runs each process alone on purpose)");
-}
-environment::~environment() = default;
-
 }  // namespace kamp::dist

@@ -100,28 +100,10 @@ class communicator {
   bool gpu_aware_ = false;
 };
 
-/// \brief MPI for the lifetime of a program started by an MPI launcher (mpirun, mpiexec, srun):
-/// initialized on construction when `launched()`, finalized on destruction. A program started
-/// without a launcher does not touch MPI and gets the one-process communicator. A kamp built
-/// without MPI refuses to start under a launcher (its ranks would each train alone).
-class environment {
- public:
-  environment(int& argc, char**& argv);
-  ~environment();
-  environment(const environment&) = delete;
-  environment& operator=(const environment&) = delete;
-
-  /// MPI_COMM_WORLD when MPI was initialized, else the one-process communicator.
-  const communicator& world() const { return world_; }
-  /// True when the environment names an MPI launcher (Open MPI, PMIx, PMI, Slurm's srun with a
-  /// PMI plugin, MPICH/Hydra) or KAMP_MPI=1 asks for MPI; KAMP_MPI=0 forbids it.
-  static bool launched();
-
- private:
-  bool initialized_ = false;
-  communicator world_;
-};
-
 }  // namespace kamp::dist
+
+// dist::environment has its own header since 0.2.0; included here until 0.3.0 so that code that
+// found it here still builds.
+#include <kamp/model/dist/environment.hpp>
 
 #endif
