@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "train/enum_option.hpp"
 #include "train/model_options.hpp"
 
 #include <cstdio>
@@ -27,84 +28,112 @@ nlohmann::json as_json(const kamp::memory_plan& p) {
           {"optimizer", p.optimizer},   {"activations", p.activations}, {"total", p.total()}};
 }
 
+// What to plan, as the command line gives it.
+struct plan_request {
+  kamp::gpt_config model;
+  kamp::app::precision_options precision;
+  double parameters = 0;  ///< > 0: plan this many parameters instead of `model`
+  int batch = 16, shards = 1;
+  std::string split = "parameters";
+  bool json = false;
+};
+
+void add_options(CLI::App& app, plan_request& r) {
+  kamp::app::add_model_options(app, r.model);
+  kamp::app::add_precision_options(app, r.precision);
+  app.add_option("--parameters", r.parameters,
+                 "Plan the state of this many parameters (e.g. 70e9) instead of a model shape; no activations")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch", r.batch, "Sequences per micro-batch (activations)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shards", r.shards, "Data-parallel ranks sharing the state")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sharding", r.split,
+                 "What the shards split: optimizer (ZeRO-1: master + moments), gradients (ZeRO-2: + gradients), "
+                 "parameters (ZeRO-3/FSDP full shard: + the model copy), none")
+      ->check(kamp::app::one_of(kamp::sharding_levels(), kamp::parse_sharding))
+      ->capture_default_str();
+  app.add_flag("--json", r.json, "Print JSON");
+}
+
+// One rank's plan when `shards` ranks share the state, and the whole run's in one process.
+struct plans {
+  double elements;
+  kamp::memory_plan per_rank, unsharded, per_parameter;
+};
+
+plans make_plans(const plan_request& r) {
+  const kamp::precision_policy policy = r.precision.policy();
+  const kamp::sharding how = kamp::parse_sharding(r.split);
+  if (r.parameters > 0)
+    return {r.parameters, kamp::plan_state(r.parameters, policy, r.shards, how), kamp::plan_state(r.parameters, policy),
+            kamp::bytes_per_parameter(policy)};
+  return {double(r.model.parameter_table().parameter_count()),
+          kamp::plan_memory(r.model, policy, r.batch, r.shards, how), kamp::plan_memory(r.model, policy, r.batch),
+          kamp::bytes_per_parameter(policy)};
+}
+
+void print_json(const plan_request& r, const plans& p) {
+  std::cout << nlohmann::json{{"parameters", p.elements},
+                              {"mode", r.precision.mode},
+                              {"shards", r.shards},
+                              {"sharding", r.split},
+                              {"bytes_per_parameter", as_json(p.per_parameter)},
+                              {"one_rank_of_all", as_json(p.per_rank)},
+                              {"unsharded", as_json(p.unsharded)}}
+                   .dump(2)
+            << '\n';
+}
+
+void print_table(const plan_request& r, const plans& p) {
+  std::printf("kamp-plan: %.4g parameters, mode %s, %d shard%s (sharding: %s)\n", p.elements, r.precision.mode.c_str(),
+              r.shards, r.shards == 1 ? "" : "s", r.split.c_str());
+  std::printf("  %-12s %10s %12s %12s\n", "category", "bytes/param", "unsharded", "per rank");
+  const auto row = [&](const char* name, double bytes_per, double all, double one) {
+    std::printf("  %-12s %10s %12s %12s\n", name, bytes_per > 0 ? std::to_string(int(bytes_per)).c_str() : "-",
+                human(all).c_str(), human(one).c_str());
+  };
+  const kamp::memory_plan &per = p.per_parameter, &whole = p.unsharded, &plan = p.per_rank;
+  row("parameters", per.parameters, whole.parameters, plan.parameters);
+  row("gradients", per.gradients, whole.gradients, plan.gradients);
+  row("master", per.master, whole.master, plan.master);
+  row("optimizer", per.optimizer, whole.optimizer, plan.optimizer);
+  if (r.parameters == 0) row("activations", 0, whole.activations, plan.activations);
+  row("total", per.total(), whole.total(), plan.total());
+  std::printf("  per parameter, by mode (parameters + fp32 gradients + master + optimizer):");
+  for (const auto mode : kamp::precision_modes()) {
+    kamp::precision_policy policy;
+    policy.mode = mode;
+    const auto b = kamp::bytes_per_parameter(policy);
+    std::printf(" %s %g+%g+%g+%g = %g;", kamp::name(mode), b.parameters, b.gradients, b.master, b.optimizer, b.total());
+  }
+  std::printf("\n");
+  const kamp::sharding how = kamp::parse_sharding(r.split);
+  if (r.shards > 1 && how != kamp::sharding::none)
+    std::printf("  kamp-train on %d MPI ranks with --sharding %s holds this%s\n", r.shards, kamp::name(how),
+                r.parameters == 0
+                    ? ", the buffers units are gathered into and reduced from included"
+                    : " plus the buffers of the units gathered at a time (give a model shape to see them)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "kamp-plan: bytes for parameters, gradients, master weights, optimizer state and activations of a "
       "training run, per rank. Give a model shape (the kamp-train options) or --parameters N."};
-  kamp::gpt_config model;
-  kamp::app::precision_options precision;
-  double parameters = 0;
-  int batch = 16, shards = 1;
-  std::string split = "parameters";
-  bool json = false;
-  kamp::app::add_model_options(app, model);
-  kamp::app::add_precision_options(app, precision);
-  app.add_option("--parameters", parameters,
-                 "Plan the state of this many parameters (e.g. 70e9) instead of a model shape; no activations")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "Sequences per micro-batch (activations)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--shards", shards, "Data-parallel ranks sharing the state")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--sharding", split,
-                 "What the shards split: optimizer (ZeRO-1: master + moments), gradients (ZeRO-2: + gradients), "
-                 "parameters (ZeRO-3/FSDP full shard: + the model copy), none")
-      ->check(kamp::app::one_of(kamp::sharding_levels(), kamp::parse_sharding))
-      ->capture_default_str();
-  app.add_flag("--json", json, "Print JSON");
+  plan_request request;
+  add_options(app, request);
   CLI11_PARSE(app, argc, argv);
   try {
-    const kamp::precision_policy policy = precision.policy();
-    const kamp::sharding how = kamp::parse_sharding(split);
-    const double elements = parameters > 0 ? parameters : double(model.parameter_table().parameter_count());
-    const kamp::memory_plan plan = parameters > 0 ? kamp::plan_state(parameters, policy, shards, how)
-                                                  : kamp::plan_memory(model, policy, batch, shards, how);
-    const kamp::memory_plan whole =
-        parameters > 0 ? kamp::plan_state(parameters, policy) : kamp::plan_memory(model, policy, batch);
-    const kamp::memory_plan per = kamp::bytes_per_parameter(policy);
-    if (json) {
-      std::cout << nlohmann::json{{"parameters", elements},
-                                  {"mode", precision.mode},
-                                  {"shards", shards},
-                                  {"sharding", split},
-                                  {"bytes_per_parameter", as_json(per)},
-                                  {"one_rank_of_all", as_json(plan)},
-                                  {"unsharded", as_json(whole)}}
-                       .dump(2)
-                << '\n';
-      return 0;
+    const plans p = make_plans(request);
+    if (request.json) {
+      print_json(request, p);
+    } else {
+      print_table(request, p);
     }
-    std::printf("kamp-plan: %.4g parameters, mode %s, %d shard%s (sharding: %s)\n", elements, precision.mode.c_str(),
-                shards, shards == 1 ? "" : "s", split.c_str());
-    std::printf("  %-12s %10s %12s %12s\n", "category", "bytes/param", "unsharded", "per rank");
-    const auto row = [&](const char* name, double bytes_per, double all, double one) {
-      std::printf("  %-12s %10s %12s %12s\n", name, bytes_per > 0 ? std::to_string(int(bytes_per)).c_str() : "-",
-                  human(all).c_str(), human(one).c_str());
-    };
-    row("parameters", per.parameters, whole.parameters, plan.parameters);
-    row("gradients", per.gradients, whole.gradients, plan.gradients);
-    row("master", per.master, whole.master, plan.master);
-    row("optimizer", per.optimizer, whole.optimizer, plan.optimizer);
-    if (parameters == 0) row("activations", 0, whole.activations, plan.activations);
-    row("total", per.total(), whole.total(), plan.total());
-    std::printf("  per parameter, by mode (parameters + fp32 gradients + master + optimizer):");
-    for (const auto mode : kamp::precision_modes()) {
-      kamp::precision_policy p;
-      p.mode = mode;
-      const auto b = kamp::bytes_per_parameter(p);
-      std::printf(" %s %g+%g+%g+%g = %g;", kamp::name(mode), b.parameters, b.gradients, b.master, b.optimizer,
-                  b.total());
-    }
-    std::printf("\n");
-    if (shards > 1 && how != kamp::sharding::none)
-      std::printf("  kamp-train on %d MPI ranks with --sharding %s holds this%s\n", shards, kamp::name(how),
-                  parameters == 0
-                      ? ", the buffers units are gathered into and reduced from included"
-                      : " plus the buffers of the units gathered at a time (give a model shape to see them)");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kamp-plan: error: %s\n", e.what());

@@ -19,6 +19,7 @@
 
 #include "train/checkpointing.hpp"
 #include "train/config_file.hpp"
+#include "train/enum_option.hpp"
 #include "train/metrics.hpp"
 #include "train/model_options.hpp"
 #include "train/run_settings.hpp"

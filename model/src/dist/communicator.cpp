@@ -2,6 +2,8 @@
 #include <kamp/model/dist/communicator.hpp>
 #include <kamp/numeric/convert.hpp>
 
+#include "dist/mpi_check.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -22,14 +24,6 @@ namespace {
 
 using memory_space = Kokkos::DefaultExecutionSpace::memory_space;
 constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
-
-void check(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  throw std::runtime_error(std::string("kamp::dist: ") + call + " failed: " + std::string(text, length));
-}
 
 int as_count(std::size_t n) {
   if (n > std::size_t(INT_MAX))
@@ -249,7 +243,7 @@ request communicator::start_all_gather(void* buffer, std::size_t element_bytes,
   request out;
   if (size_ == 1) return out;
   if (parts.size() != std::size_t(size_))
-    throw std::invalid_argument("kamp::dist::all_gather: one span per rank is needed");
+    throw std::invalid_argument("kamp::dist::all_gather: one part per rank is needed");
   out.state_ = std::make_unique<request::state>();
   request::state& s = *out.state_;
   s.counts.resize(parts.size());

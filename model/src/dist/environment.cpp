@@ -1,5 +1,9 @@
 #include <kamp/model/dist/environment.hpp>
 
+#ifdef KAMP_HAVE_MPI
+#include "dist/mpi_check.hpp"
+#endif
+
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -24,8 +28,7 @@ environment::environment(int& argc, char**& argv) {
     return;
   }
   int provided = 0;
-  if (const int code = MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided); code != MPI_SUCCESS)
-    throw std::runtime_error("kamp::dist: MPI_Init_thread failed with code " + std::to_string(code));
+  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   initialized_ = true;
   // Kokkos' OpenMP threads run between MPI calls, which only the main thread makes.
   if (provided < MPI_THREAD_FUNNELED)

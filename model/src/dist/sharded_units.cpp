@@ -37,7 +37,6 @@ sharded_units::sharded_units(gpt<float>& model, const dist::communicator& ranks,
                              bool keep_gathered, weights_source source)
     : model_(model),
       ranks_(ranks),
-      shards_(shards),
       wire_(gradient_wire),
       gather_weights_(gather_weights),
       keep_gathered_(keep_gathered),

@@ -59,7 +59,6 @@ class sharded_units final : public unit_hooks {
 
   gpt<float>& model_;
   const dist::communicator& ranks_;
-  std::vector<element_range> shards_;
   dtype wire_;
   bool gather_weights_, keep_gathered_;
   weights_source source_;

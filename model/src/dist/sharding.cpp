@@ -1,5 +1,7 @@
 #include <kamp/model/dist/sharding.hpp>
 
+#include "spellings.hpp"
+
 #include <stdexcept>
 
 namespace kamp {
@@ -44,17 +46,10 @@ const char* name(sharding s) {
 }
 
 sharding parse_sharding(const std::string& s) {
-  const std::vector<sharding>& levels = sharding_levels();
-  std::string alternatives;
-  for (std::size_t i = 0; i < levels.size(); ++i) {
-    if (s == name(levels[i])) return levels[i];
-    const std::string stage = zero_stage(levels[i]);
-    alternatives += (i == 0                   ? ""
-                     : i + 1 == levels.size() ? " or "
-                                              : ", ") +
-                    std::string(name(levels[i])) + (stage.empty() ? "" : " (" + stage + ")");
-  }
-  throw std::invalid_argument("unknown sharding '" + s + "': use " + alternatives);
+  for (const sharding level : sharding_levels())
+    if (s == name(level)) return level;
+  throw std::invalid_argument("unknown sharding '" + s + "': use " +
+                              detail::spelled_alternatives(sharding_levels(), zero_stage));
 }
 
 }  // namespace kamp

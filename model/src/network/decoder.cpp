@@ -116,9 +116,9 @@ struct gpt_decoder<ES>::step : detail::layer_weights<float, P, T, ES> {
 template <class ES>
 template <class P>
 void gpt_decoder<ES>::forward() {
-  const step<P, float> x(*this);
+  const step<P, float> ctx(*this);
   embedding_forward(space_, Kokkos::View<const int**, Kokkos::LayoutRight, memory_space>(buf_->token),
-                    x.exact_matrix(parameters_.wte), x.exact_matrix(parameters_.wpe), x.row(buf_->residual[0]),
+                    ctx.exact_matrix(parameters_.wte), ctx.exact_matrix(parameters_.wpe), ctx.row(buf_->residual[0]),
                     position_);
   for (int l = 0; l < config_.layers; ++l) {
     visit_dtype<float>(dtypes_.attn[l], [&](auto t) { attention<P, decltype(t)>(l); });
@@ -130,61 +130,61 @@ void gpt_decoder<ES>::forward() {
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::norm(const norm_parameters& p, int from) {
-  const step<P, T> x(*this);
+  const step<P, T> ctx(*this);
   auto& b = *buf_;
-  layernorm_forward(space_, read_only(x.row(b.residual[from])), x.exact(p.gain), x.exact(p.bias),
-                    x.compute(b.ln_out, 1, x.width), b.ln_mean, b.ln_rstd);
+  layernorm_forward(space_, read_only(ctx.row(b.residual[from])), ctx.exact(p.gain), ctx.exact(p.bias),
+                    ctx.compute(b.ln_out, 1, ctx.width), b.ln_mean, b.ln_rstd);
 }
 
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::attention(int l) {
-  const step<P, T> x(*this);
+  const step<P, T> ctx(*this);
   auto& b = *buf_;
   const block_parameters& p = parameters_.blocks[l];
-  const std::size_t c = x.width;
+  const std::size_t c = ctx.width;
   norm<P, T>(p.ln1, 0);
-  const auto qkv = x.compute(b.qkv, 1, 3 * c);
-  detail::linear(space_, x.compute(b.ln_out, 1, c), x.gemm(p.qkv.weight), qkv, x.bias(p.qkv.bias));
-  const auto keys = x.cache(b.keys[l]), values = x.cache(b.values[l]);
+  const auto qkv = ctx.compute(b.qkv, 1, 3 * c);
+  detail::linear(space_, ctx.compute(b.ln_out, 1, c), ctx.gemm(p.qkv.weight), qkv, ctx.bias(p.qkv.bias));
+  const auto keys = ctx.cache(b.keys[l]), values = ctx.cache(b.values[l]);
   const auto row = read_only(flat(qkv));
   kv_cache_append(space_, row, keys, values, position_);
-  attention_decode(space_, row, keys, values, position_, x.attention_scale,
-                   typename views<memory_space>::template matrix<float>(b.scores.data(), x.heads, x.capacity),
-                   x.compute(b.probs, x.heads, x.capacity), flat(x.compute(b.attn_out, 1, c)));
+  attention_decode(space_, row, keys, values, position_, ctx.attention_scale,
+                   typename views<memory_space>::template matrix<float>(b.scores.data(), ctx.heads, ctx.capacity),
+                   ctx.compute(b.probs, ctx.heads, ctx.capacity), flat(ctx.compute(b.attn_out, 1, c)));
   residual_branch<P, T>(p.attn_proj, b.attn_out, c, 0, 1);
 }
 
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::mlp(int l) {
-  const step<P, T> x(*this);
+  const step<P, T> ctx(*this);
   auto& b = *buf_;
   const block_parameters& p = parameters_.blocks[l];
   norm<P, T>(p.ln2, 1);
-  const auto fc_pre = x.row(b.fc_pre);
-  detail::linear(space_, x.compute(b.ln_out, 1, x.width), x.gemm(p.fc.weight), fc_pre, x.bias(p.fc.bias));
-  gelu_forward(space_, read_only(flat(fc_pre)), flat(x.compute(b.fc_act, 1, x.hidden)));
-  residual_branch<P, T>(p.mlp_proj, b.fc_act, x.hidden, 1, 0);
+  const auto fc_pre = ctx.row(b.fc_pre);
+  detail::linear(space_, ctx.compute(b.ln_out, 1, ctx.width), ctx.gemm(p.fc.weight), fc_pre, ctx.bias(p.fc.bias));
+  gelu_forward(space_, read_only(flat(fc_pre)), flat(ctx.compute(b.fc_act, 1, ctx.hidden)));
+  residual_branch<P, T>(p.mlp_proj, b.fc_act, ctx.hidden, 1, 0);
 }
 
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::residual_branch(const linear_parameters& p, const Kokkos::View<char*, memory_space>& input,
                                       std::size_t n, int from, int to) {
-  const step<P, T> x(*this);
+  const step<P, T> ctx(*this);
   auto& b = *buf_;
-  detail::residual_linear(space_, read_only(x.compute(input, 1, n)), x.gemm(p.weight), x.bias(p.bias),
-                          read_only(x.row(b.residual[from])), x.row(b.residual[to]));
+  detail::residual_linear(space_, read_only(ctx.compute(input, 1, n)), ctx.gemm(p.weight), ctx.bias(p.bias),
+                          read_only(ctx.row(b.residual[from])), ctx.row(b.residual[to]));
 }
 
 template <class ES>
 template <class P, class T>
 void gpt_decoder<ES>::head() {
-  const step<P, T> x(*this);
+  const step<P, T> ctx(*this);
   auto& b = *buf_;
   norm<P, T>(parameters_.lnf, 0);
-  detail::linear(space_, x.compute(b.ln_out, 1, x.width), x.gemm(parameters_.wte), x.row(b.logits),
+  detail::linear(space_, ctx.compute(b.ln_out, 1, ctx.width), ctx.gemm(parameters_.wte), ctx.row(b.logits),
                  Kokkos::View<const float*, memory_space>());
 }
 

@@ -270,10 +270,10 @@ void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, boo
 template <class Real, class ES>
 template <class P>
 void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
-  const pass<P, Real> x(*this);
+  const pass<P, Real> ctx(*this);
   if (hooks_) hooks_->before_forward(0);
-  embedding_forward(space_, tokens_, x.exact_matrix(parameters_.wte), x.exact_matrix(parameters_.wpe),
-                    x.real(activation::residual, 0, x.rows, x.width));
+  embedding_forward(space_, tokens_, ctx.exact_matrix(parameters_.wte), ctx.exact_matrix(parameters_.wpe),
+                    ctx.real(activation::residual, 0, ctx.rows, ctx.width));
   for (int l = 0; l < config_.layers; ++l) {
     if (hooks_) hooks_->before_forward(1 + l);
     visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_forward<P, decltype(t)>(l); });
@@ -285,83 +285,84 @@ void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::norm_forward(int i, const norm_parameters& p, int block, layer_part part, const char* op) {
-  const pass<P, T> x(*this);
-  const auto ln = x.compute(activation::ln_out, i, x.rows, x.width);
-  layernorm_forward(space_, read_only(x.real(activation::residual, i, x.rows, x.width)), x.exact(p.gain),
-                    x.exact(p.bias), ln, flat(x.real(activation::ln_mean, i, x.rows, 1)),
-                    flat(x.real(activation::ln_rstd, i, x.rows, 1)));
+  const pass<P, T> ctx(*this);
+  const auto ln = ctx.compute(activation::ln_out, i, ctx.rows, ctx.width);
+  layernorm_forward(space_, read_only(ctx.real(activation::residual, i, ctx.rows, ctx.width)), ctx.exact(p.gain),
+                    ctx.exact(p.bias), ln, flat(ctx.real(activation::ln_mean, i, ctx.rows, 1)),
+                    flat(ctx.real(activation::ln_rstd, i, ctx.rows, 1)));
   note(block, part, op, false, ln);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::attention_forward(int l) {
-  const pass<P, T> x(*this);
+  const pass<P, T> ctx(*this);
   const block_parameters& p = parameters_.blocks[l];
-  const std::size_t n = x.rows, c = x.width;
+  const std::size_t n = ctx.rows, c = ctx.width;
   constexpr layer_part attn = layer_part::attention;
   norm_forward<P, T>(2 * l, p.ln1, l, attn, "ln1");
-  const auto qkv = x.compute(activation::qkv_rows, 0, n, 3 * c);
-  linear(space_, x.compute(activation::ln_out, 2 * l, n, c), x.gemm(p.qkv.weight), qkv, x.bias(p.qkv.bias));
+  const auto qkv = ctx.compute(activation::qkv_rows, 0, n, 3 * c);
+  linear(space_, ctx.compute(activation::ln_out, 2 * l, n, c), ctx.gemm(p.qkv.weight), qkv, ctx.bias(p.qkv.bias));
   note(l, attn, "attn.qkv", false, qkv);
 
   // q, k and v as 3 blocks of (B·H) contiguous (T, D) matrices: one GEMM each.
-  const auto qkv_heads = x.compute(activation::qkv_heads, l, 3 * n, c);
+  const auto qkv_heads = ctx.compute(activation::qkv_heads, l, 3 * n, c);
   split_heads(space_, read_only(qkv), batch_, config_.heads, 3, flat(qkv_heads));
-  const auto q = x.head_matrices(qkv_heads.data(), 0), k = x.head_matrices(qkv_heads.data(), 1),
-             val = x.head_matrices(qkv_heads.data(), 2);
-  const auto probs = x.real(activation::probs, l, x.head_count * x.context, x.context);
-  gemm_strided_batched(space_, op::none, op::transpose, x.attention_scale, q, k, 0.0f, x.score_matrices(probs.data()));
+  const auto q = ctx.head_matrices(qkv_heads.data(), 0), k = ctx.head_matrices(qkv_heads.data(), 1),
+             val = ctx.head_matrices(qkv_heads.data(), 2);
+  const auto probs = ctx.real(activation::probs, l, ctx.head_count * ctx.context, ctx.context);
+  gemm_strided_batched(space_, op::none, op::transpose, ctx.attention_scale, q, k, 0.0f,
+                       ctx.score_matrices(probs.data()));
   note(l, attn, "attn.scores", false, probs);
-  const auto probs_low = x.compute(activation::probs_low, l, x.head_count * x.context, x.context);
+  const auto probs_low = ctx.compute(activation::probs_low, l, ctx.head_count * ctx.context, ctx.context);
   causal_softmax_forward(space_, probs, probs_low);
-  const auto y = x.compute(activation::heads_out, 0, n, c);
-  gemm_strided_batched(space_, op::none, op::none, 1.0f, x.score_matrices(probs_low.data()), val, 0.0f,
-                       x.head_matrices(y.data()));
-  const auto atty = x.compute(activation::attn_out, l, n, c);
+  const auto y = ctx.compute(activation::heads_out, 0, n, c);
+  gemm_strided_batched(space_, op::none, op::none, 1.0f, ctx.score_matrices(probs_low.data()), val, 0.0f,
+                       ctx.head_matrices(y.data()));
+  const auto atty = ctx.compute(activation::attn_out, l, n, c);
   merge_heads(space_, read_only(flat(y)), batch_, config_.heads, 1, atty);
   note(l, attn, "attn.values", false, atty);
 
-  const auto out = x.real(activation::residual, 2 * l + 1, n, c);
-  residual_linear(space_, atty, x.gemm(p.attn_proj.weight), x.bias(p.attn_proj.bias),
-                  read_only(x.real(activation::residual, 2 * l, n, c)), out);
+  const auto out = ctx.real(activation::residual, 2 * l + 1, n, c);
+  residual_linear(space_, atty, ctx.gemm(p.attn_proj.weight), ctx.bias(p.attn_proj.bias),
+                  read_only(ctx.real(activation::residual, 2 * l, n, c)), out);
   note(l, attn, "attn.proj", false, out, true);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::mlp_forward(int l) {
-  const pass<P, T> x(*this);
+  const pass<P, T> ctx(*this);
   const block_parameters& p = parameters_.blocks[l];
-  const std::size_t n = x.rows, c = x.width, m = x.hidden;
+  const std::size_t n = ctx.rows, c = ctx.width, m = ctx.hidden;
   constexpr layer_part mlp = layer_part::mlp;
   norm_forward<P, T>(2 * l + 1, p.ln2, l, mlp, "ln2");
-  const auto fc_pre = x.real(activation::fc_pre, l, n, m);
-  linear(space_, x.compute(activation::ln_out, 2 * l + 1, n, c), x.gemm(p.fc.weight), fc_pre, x.bias(p.fc.bias));
+  const auto fc_pre = ctx.real(activation::fc_pre, l, n, m);
+  linear(space_, ctx.compute(activation::ln_out, 2 * l + 1, n, c), ctx.gemm(p.fc.weight), fc_pre, ctx.bias(p.fc.bias));
   note(l, mlp, "mlp.fc", false, fc_pre);
-  const auto fc_act = x.compute(activation::fc_act, l, n, m);
+  const auto fc_act = ctx.compute(activation::fc_act, l, n, m);
   gelu_forward(space_, read_only(flat(fc_pre)), flat(fc_act));
   note(l, mlp, "mlp.gelu", false, fc_act);
-  const auto out = x.real(activation::residual, 2 * l + 2, n, c);
-  residual_linear(space_, fc_act, x.gemm(p.mlp_proj.weight), x.bias(p.mlp_proj.bias),
-                  read_only(x.real(activation::residual, 2 * l + 1, n, c)), out);
+  const auto out = ctx.real(activation::residual, 2 * l + 2, n, c);
+  residual_linear(space_, fc_act, ctx.gemm(p.mlp_proj.weight), ctx.bias(p.mlp_proj.bias),
+                  read_only(ctx.real(activation::residual, 2 * l + 1, n, c)), out);
   note(l, mlp, "mlp.proj", false, out, true);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler_view& scaler) {
-  const pass<P, T> x(*this);
+  const pass<P, T> ctx(*this);
   const int last = 2 * config_.layers;
-  const std::size_t n = x.rows;
+  const std::size_t n = ctx.rows;
   constexpr layer_part head = layer_part::head;
   norm_forward<P, T>(last, parameters_.lnf, 0, head, "lnf");
-  const auto logits = x.real(activation::logits, 0, n, x.vocab);
-  linear(space_, x.compute(activation::ln_out, last, n, x.width), x.gemm(parameters_.wte), logits,
+  const auto logits = ctx.real(activation::logits, 0, n, ctx.vocab);
+  linear(space_, ctx.compute(activation::ln_out, last, n, ctx.width), ctx.gemm(parameters_.wte), logits,
          Kokkos::View<const Real*, memory_space>());
   note(0, head, "lm_head", false, logits);
-  const auto losses = flat(x.real(activation::losses, 0, n, 1));
-  auto dlogits = x.compute(activation::dlogits, 0, n, x.vocab);
+  const auto losses = flat(ctx.real(activation::losses, 0, n, 1));
+  auto dlogits = ctx.compute(activation::dlogits, 0, n, ctx.vocab);
   if (!with_grad) dlogits = {};  // the loss alone
   const Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged> targets(targets_.data(), n);
   cross_entropy(space_, read_only(logits), targets, losses, dlogits, grad_scale / double(n), scaler);
@@ -372,8 +373,8 @@ void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler
 template <class Real, class ES>
 template <class P>
 void gpt<Real, ES>::backward() {
-  const pass<P, Real> x(*this);
-  const auto dresid = x.real(activation::dresid, 0, x.rows, x.width);
+  const pass<P, Real> ctx(*this);
+  const auto dresid = ctx.real(activation::dresid, 0, ctx.rows, ctx.width);
   Kokkos::deep_copy(space_, dresid, Real(0));
   if (hooks_) hooks_->before_backward(0);
   visit_dtype<Real>(dtypes_.head, [&](auto t) { head_backward<P, decltype(t)>(); });
@@ -383,63 +384,64 @@ void gpt<Real, ES>::backward() {
     visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_backward<P, decltype(t)>(l); });
     if (hooks_) hooks_->after_backward(1 + l);
   }
-  embedding_backward(space_, token_index_, config_.context, read_only(dresid), x.grad_matrix(parameters_.wte),
-                     x.grad_matrix(parameters_.wpe));
+  embedding_backward(space_, token_index_, config_.context, read_only(dresid), ctx.grad_matrix(parameters_.wte),
+                     ctx.grad_matrix(parameters_.wpe));
   if (hooks_) hooks_->after_backward(0);
 }
 
 template <class Real, class ES>
 template <class P>
 void gpt<Real, ES>::norm_backward(int i, const norm_parameters& p, int block, layer_part part, const char* op) {
-  const pass<P, Real> x(*this);
-  const auto dresid = x.real(activation::dresid, 0, x.rows, x.width);
-  layernorm_backward(space_, x.real(activation::dln, 0, x.rows, x.width),
-                     read_only(x.real(activation::residual, i, x.rows, x.width)), x.exact(p.gain),
-                     flat(x.real(activation::ln_mean, i, x.rows, 1)), flat(x.real(activation::ln_rstd, i, x.rows, 1)),
-                     dresid, x.grad(p.gain), x.grad(p.bias));
+  const pass<P, Real> ctx(*this);
+  const auto dresid = ctx.real(activation::dresid, 0, ctx.rows, ctx.width);
+  layernorm_backward(space_, ctx.real(activation::dln, 0, ctx.rows, ctx.width),
+                     read_only(ctx.real(activation::residual, i, ctx.rows, ctx.width)), ctx.exact(p.gain),
+                     flat(ctx.real(activation::ln_mean, i, ctx.rows, 1)),
+                     flat(ctx.real(activation::ln_rstd, i, ctx.rows, 1)), dresid, ctx.grad(p.gain), ctx.grad(p.bias));
   note(block, part, op, true, dresid);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::head_backward() {
-  const pass<P, T> x(*this);
+  const pass<P, T> ctx(*this);
   const int last = 2 * config_.layers;
-  const std::size_t n = x.rows, c = x.width;
-  const auto dlogits = x.compute(activation::dlogits, 0, n, x.vocab);
-  const auto dln = x.real(activation::dln, 0, n, c);
-  gemm(space_, op::none, op::none, 1.0f, dlogits, x.gemm(parameters_.wte), 0.0f, dln);
+  const std::size_t n = ctx.rows, c = ctx.width;
+  const auto dlogits = ctx.compute(activation::dlogits, 0, n, ctx.vocab);
+  const auto dln = ctx.real(activation::dln, 0, n, c);
+  gemm(space_, op::none, op::none, 1.0f, dlogits, ctx.gemm(parameters_.wte), 0.0f, dln);
   note(0, layer_part::head, "lm_head", true, dln);
-  gemm(space_, op::transpose, op::none, 1.0f, dlogits, x.compute(activation::ln_out, last, n, c), 1.0f,
-       x.grad_matrix(parameters_.wte));
+  gemm(space_, op::transpose, op::none, 1.0f, dlogits, ctx.compute(activation::ln_out, last, n, c), 1.0f,
+       ctx.grad_matrix(parameters_.wte));
   norm_backward<P>(last, parameters_.lnf, 0, layer_part::head, "lnf");
 }
 
 template <class Real, class ES>
 template <class P, class T, class In, class DIn>
 void gpt<Real, ES>::residual_branch_backward(const linear_parameters& p, const In& input, const DIn& d_input) {
-  const pass<P, T> x(*this);
-  const auto dresid = x.real(activation::dresid, 0, x.rows, x.width);
+  const pass<P, T> ctx(*this);
+  const auto dresid = ctx.real(activation::dresid, 0, ctx.rows, ctx.width);
   const auto dy = in_compute_type<T>(space_, dresid, (*buf_)(activation::dresid_low));
-  linear_backward(space_, dy, x.gemm(p.weight), input, d_input, x.grad_matrix(p.weight), dresid, x.grad(p.bias));
+  linear_backward(space_, dy, ctx.gemm(p.weight), input, d_input, ctx.grad_matrix(p.weight), dresid, ctx.grad(p.bias));
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::mlp_backward(int l) {
-  const pass<P, T> x(*this);
+  const pass<P, T> ctx(*this);
   const block_parameters& p = parameters_.blocks[l];
-  const std::size_t n = x.rows, c = x.width, m = x.hidden;
+  const std::size_t n = ctx.rows, c = ctx.width, m = ctx.hidden;
   constexpr layer_part mlp = layer_part::mlp;
-  const auto dfc_act = x.real(activation::dfc_act, 0, n, m);
-  residual_branch_backward<P, T>(p.mlp_proj, x.compute(activation::fc_act, l, n, m), dfc_act);
+  const auto dfc_act = ctx.real(activation::dfc_act, 0, n, m);
+  residual_branch_backward<P, T>(p.mlp_proj, ctx.compute(activation::fc_act, l, n, m), dfc_act);
   note(l, mlp, "mlp.proj", true, dfc_act);
-  const auto dfc_pre = x.compute(activation::dfc_pre, 0, n, m);
-  gelu_backward(space_, read_only(flat(dfc_act)), read_only(flat(x.real(activation::fc_pre, l, n, m))), flat(dfc_pre));
+  const auto dfc_pre = ctx.compute(activation::dfc_pre, 0, n, m);
+  gelu_backward(space_, read_only(flat(dfc_act)), read_only(flat(ctx.real(activation::fc_pre, l, n, m))),
+                flat(dfc_pre));
   note(l, mlp, "mlp.gelu", true, dfc_pre);
-  const auto dln = x.real(activation::dln, 0, n, c);
-  linear_backward(space_, dfc_pre, x.gemm(p.fc.weight), x.compute(activation::ln_out, 2 * l + 1, n, c), dln,
-                  x.grad_matrix(p.fc.weight), dfc_pre, x.grad(p.fc.bias));
+  const auto dln = ctx.real(activation::dln, 0, n, c);
+  linear_backward(space_, dfc_pre, ctx.gemm(p.fc.weight), ctx.compute(activation::ln_out, 2 * l + 1, n, c), dln,
+                  ctx.grad_matrix(p.fc.weight), dfc_pre, ctx.grad(p.fc.bias));
   note(l, mlp, "mlp.fc", true, dln);
   norm_backward<P>(2 * l + 1, p.ln2, l, mlp, "ln2");
 }
@@ -447,38 +449,39 @@ void gpt<Real, ES>::mlp_backward(int l) {
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::attention_backward(int l) {
-  const pass<P, T> x(*this);
+  const pass<P, T> ctx(*this);
   const block_parameters& p = parameters_.blocks[l];
-  const std::size_t n = x.rows, c = x.width, score_rows = x.head_count * x.context;
+  const std::size_t n = ctx.rows, c = ctx.width, score_rows = ctx.head_count * ctx.context;
   constexpr layer_part attn = layer_part::attention;
-  const auto datty = x.compute(activation::dattn_out, 0, n, c);
-  residual_branch_backward<P, T>(p.attn_proj, x.compute(activation::attn_out, l, n, c), datty);
+  const auto datty = ctx.compute(activation::dattn_out, 0, n, c);
+  residual_branch_backward<P, T>(p.attn_proj, ctx.compute(activation::attn_out, l, n, c), datty);
   note(l, attn, "attn.proj", true, datty);
 
-  const auto dheads = x.compute(activation::dheads, 0, n, c);
+  const auto dheads = ctx.compute(activation::dheads, 0, n, c);
   split_heads(space_, read_only(datty), batch_, config_.heads, 1, flat(dheads));
-  const auto dout = x.head_matrices(dheads.data());
-  const T* qkv_heads = x.compute(activation::qkv_heads, l, 3 * n, c).data();
-  const auto q = x.head_matrices(qkv_heads, 0), k = x.head_matrices(qkv_heads, 1), val = x.head_matrices(qkv_heads, 2);
-  T* dqkv = x.compute(activation::dqkv_heads, 0, 3 * n, c).data();
-  const auto dq = x.head_matrices(dqkv, 0), dk = x.head_matrices(dqkv, 1), dv = x.head_matrices(dqkv, 2);
-  const auto probs = x.real(activation::probs, l, score_rows, x.context);
-  const T* probs_low = x.compute(activation::probs_low, l, score_rows, x.context).data();
-  const auto dprobs = x.real(activation::dprobs, 0, score_rows, x.context);
-  const auto dscores = x.compute(activation::dscores, 0, score_rows, x.context);
-  gemm_strided_batched(space_, op::none, op::transpose, 1.0f, dout, val, 0.0f, x.score_matrices(dprobs.data()));
-  gemm_strided_batched(space_, op::transpose, op::none, 1.0f, x.score_matrices(probs_low), dout, 0.0f, dv);
+  const auto dout = ctx.head_matrices(dheads.data());
+  const T* qkv_heads = ctx.compute(activation::qkv_heads, l, 3 * n, c).data();
+  const auto q = ctx.head_matrices(qkv_heads, 0), k = ctx.head_matrices(qkv_heads, 1),
+             val = ctx.head_matrices(qkv_heads, 2);
+  T* dqkv = ctx.compute(activation::dqkv_heads, 0, 3 * n, c).data();
+  const auto dq = ctx.head_matrices(dqkv, 0), dk = ctx.head_matrices(dqkv, 1), dv = ctx.head_matrices(dqkv, 2);
+  const auto probs = ctx.real(activation::probs, l, score_rows, ctx.context);
+  const T* probs_low = ctx.compute(activation::probs_low, l, score_rows, ctx.context).data();
+  const auto dprobs = ctx.real(activation::dprobs, 0, score_rows, ctx.context);
+  const auto dscores = ctx.compute(activation::dscores, 0, score_rows, ctx.context);
+  gemm_strided_batched(space_, op::none, op::transpose, 1.0f, dout, val, 0.0f, ctx.score_matrices(dprobs.data()));
+  gemm_strided_batched(space_, op::transpose, op::none, 1.0f, ctx.score_matrices(probs_low), dout, 0.0f, dv);
   causal_softmax_backward(space_, probs, dprobs, dscores);
   note(l, attn, "attn.scores", true, dscores);
-  const auto ds = x.score_matrices(static_cast<const T*>(dscores.data()));
-  gemm_strided_batched(space_, op::none, op::none, x.attention_scale, ds, k, 0.0f, dq);
-  gemm_strided_batched(space_, op::transpose, op::none, x.attention_scale, ds, q, 0.0f, dk);
-  const auto dqkv_rows = x.compute(activation::dqkv_rows, 0, n, 3 * c);
-  merge_heads(space_, read_only(flat(x.compute(activation::dqkv_heads, 0, 3 * n, c))), batch_, config_.heads, 3,
+  const auto ds = ctx.score_matrices(static_cast<const T*>(dscores.data()));
+  gemm_strided_batched(space_, op::none, op::none, ctx.attention_scale, ds, k, 0.0f, dq);
+  gemm_strided_batched(space_, op::transpose, op::none, ctx.attention_scale, ds, q, 0.0f, dk);
+  const auto dqkv_rows = ctx.compute(activation::dqkv_rows, 0, n, 3 * c);
+  merge_heads(space_, read_only(flat(ctx.compute(activation::dqkv_heads, 0, 3 * n, c))), batch_, config_.heads, 3,
               dqkv_rows);
-  const auto dln = x.real(activation::dln, 0, n, c);
-  linear_backward(space_, read_only(dqkv_rows), x.gemm(p.qkv.weight), x.compute(activation::ln_out, 2 * l, n, c), dln,
-                  x.grad_matrix(p.qkv.weight), dqkv_rows, x.grad(p.qkv.bias));
+  const auto dln = ctx.real(activation::dln, 0, n, c);
+  linear_backward(space_, read_only(dqkv_rows), ctx.gemm(p.qkv.weight), ctx.compute(activation::ln_out, 2 * l, n, c),
+                  dln, ctx.grad_matrix(p.qkv.weight), dqkv_rows, ctx.grad(p.qkv.bias));
   note(l, attn, "attn.qkv", true, dln);
   norm_backward<P>(2 * l, p.ln1, l, attn, "ln1");
 }
@@ -515,9 +518,8 @@ void gpt<Real, ES>::note(int block, layer_part part, const char* op, bool backwa
   if (observations_ == nullptr) return;  // the training step pays nothing, not even the name
   using T = typename V::non_const_value_type;
   const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(output.data(), output.size());
-  observations_->push_back({part == layer_part::head ? std::string(op) : block_name(block) + "." + op,
-                            layer_name(block, part), residual_stream, backward, dtype_of<T>(),
-                            measure_range(space_, x)});
+  observations_->push_back({part == layer_part::head ? std::string(op) : block_name(block) + "." + op, backward,
+                            dtype_of<T>(), measure_range(space_, x), layer_name(block, part), residual_stream});
 }
 
 #define KAMP_GPT_INSTANTIATE_(Space) \

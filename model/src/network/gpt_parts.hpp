@@ -42,10 +42,17 @@ struct views {
   }
 };
 
-/// A view of the same elements, read-only: what an op's inputs are.
+/// Checks that `binding` fits a model of `config` in `policy` computing in fp32 (or fp64 when
+/// `fp64`), and returns where each parameter's weights are. `api` names the caller in messages.
+weight_addresses bound_addresses(const char* api, const gpt_config& config, const precision_policy& policy, bool fp64,
+                                 const weight_binding& binding);
+
+/// A view of the same elements, read-only: what an op's inputs are (the type views<M> names, so
+/// that a kernel is instantiated once for its const inputs).
 template <class V>
-typename V::const_type read_only(const V& v) {
-  return v;
+auto read_only(const V& v) {
+  return Kokkos::View<typename V::const_data_type, typename V::array_layout, typename V::memory_space,
+                      typename V::memory_traits>(v);
 }
 
 /// A contiguous matrix's elements as one vector, the form element-wise kernels take.

@@ -2,6 +2,8 @@
 #include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/network/weight_binding.hpp>
 
+#include "network/gpt_parts.hpp"
+
 #include <stdexcept>
 #include <string>
 

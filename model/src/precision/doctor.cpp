@@ -79,7 +79,8 @@ void measure_updates(const tensor_table& table, const training_state& before, co
   if (changed > 0) d.swallowed_updates_bf16 = double(swallowed) / double(changed);
 }
 
-void conclude(diagnosis& d) {
+// Each conclude_* below adds the findings and recommendations of one kind of evidence.
+void conclude_non_finite(diagnosis& d) {
   const bool fp16 = d.mode == precision_mode::amp_fp16;
   if (d.first_non_finite) {
     const op_observation& o = *d.first_non_finite;
@@ -101,6 +102,10 @@ void conclude(diagnosis& d) {
                                   "or resume from an earlier checkpoint");
     }
   }
+}
+
+void conclude_fp16_range(diagnosis& d) {
+  const bool fp16 = d.mode == precision_mode::amp_fp16;
   std::map<std::string, double> layers;
   bool residual = false;
   for (const auto& o : d.beyond_fp16) {
@@ -127,6 +132,10 @@ void conclude(diagnosis& d) {
       d.recommendations.push_back("stay with bf16 or fp32: amp_fp16 would overflow here (or needs --fp32-layers " +
                                   layers.begin()->first + ")");
   }
+}
+
+void conclude_gradient_underflow(diagnosis& d) {
+  const bool fp16 = d.mode == precision_mode::amp_fp16;
   if (d.gradient_underflow_fp16 > underflow_threshold) {
     d.findings.push_back(percent(d.gradient_underflow_fp16) +
                          " of the gradient values are zero or below fp16's "
@@ -138,6 +147,9 @@ void conclude(diagnosis& d) {
                                      : "in fp16 these gradients would vanish: amp_fp16 needs loss scaling (keep "
                                        "the default dynamic scaler)");
   }
+}
+
+void conclude_swallowed_updates(diagnosis& d) {
   if (d.swallowed_updates_bf16 && *d.swallowed_updates_bf16 > swallowed_threshold) {
     d.findings.push_back(percent(*d.swallowed_updates_bf16) +
                          " of this step's weight updates are smaller than half "
@@ -149,6 +161,13 @@ void conclude(diagnosis& d) {
             : "keep FP32 master weights (" + std::string(name(d.mode)) +
                   " has them); if memory forces --mode pure_bf16, keep its Kahan compensation or stochastic rounding");
   }
+}
+
+void conclude(diagnosis& d) {
+  conclude_non_finite(d);
+  conclude_fp16_range(d);
+  conclude_gradient_underflow(d);
+  conclude_swallowed_updates(d);
   if (d.findings.empty()) d.findings.push_back("no precision problem in this step");
 }
 

@@ -1,6 +1,6 @@
 #include <kamp/model/precision/precision_policy.hpp>
 
-#include "precision/spellings.hpp"
+#include "spellings.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 #include <kamp/model/precision/run_request.hpp>
 
-#include "precision/spellings.hpp"
+#include "spellings.hpp"
 
 #include <stdexcept>
 

@@ -10,13 +10,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <regex>
 
 namespace kamp {
 
@@ -100,7 +98,7 @@ void read_scaler(hid_t group, loss_scale_state& s) {
 void check_tensor_sizes(const training_state& state, const tensor_table& table) {
   if (!state.slice.whole() && (state.slice.first > state.slice.last || state.slice.last > table.flat_size()))
     throw std::invalid_argument("kamp::write_checkpoint: the state's slice is not inside the parameter table");
-  const std::size_t elements = state.slice.size(table.flat_size());
+  const std::size_t elements = state.slice.within(table.flat_size()).size();
   for (const auto& t : state.tensors)
     if (t.bytes.size() != elements * size_of(t.type))
       throw std::invalid_argument("kamp::write_checkpoint: state tensor '" + t.role + "' has " +
@@ -238,9 +236,9 @@ struct dataset_hash {
   std::uint64_t stored, part;
 };
 
-// Reads elements `slice` of every tensor; the format-3 content hashes are left to the caller
-// (summed over the ranks first), the others are checked here.
-training_state read_file(const std::string& path, element_range slice, std::vector<dataset_hash>& hashes) {
+// Opens `path` after checking that it is a kamp checkpoint of a format version this kamp reads;
+// returns the file and the version.
+std::pair<h5::handle, std::int64_t> open_checkpoint(const std::string& path) {
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw checkpoint_error(not_a_regular_file(path));
   h5::handle file = h5::open_file(path);
@@ -256,82 +254,107 @@ training_state read_file(const std::string& path, element_range slice, std::vect
                            h5::read_string_attribute(root, "kamp_version", "/") + "); this kamp " + KAMP_VERSION +
                            " reads versions 1 to " + std::to_string(checkpoint_format_version) +
                            " only: resume with the kamp that wrote it");
+  return {std::move(file), version};
+}
+
+// Everything of the state but its tensors: the counters, the run's configuration (validated)
+// and the loss scaler.
+training_state read_description(hid_t root) {
   training_state s;
   s.kamp_version = h5::read_string_attribute(root, "kamp_version", "/");
   const attribute_reader root_reader{root, "/"};
   root_reader("step", s.steps_taken);
   root_reader("attempts", s.attempts);
   s.run_config = h5::read_string_attribute(root, "run_config", "/");
-  {
-    h5::handle config = h5::open_group(root, "config", "/config");
-    const attribute_reader read{config.get(), "/config"};
-    detail::for_each_field(s.model, read);
-    detail::for_each_option(s.options, read);
-    try {
-      s.model.validate();
-      s.policy.mode = parse_precision_mode(h5::read_string_attribute(config.get(), "mode", "/config"));
-      s.policy.update = parse_pure_bf16_update(h5::read_string_attribute(config.get(), "pure_bf16_update", "/config"));
-      s.policy.fp32_layers = split(h5::read_string_attribute(config.get(), "fp32_layers", "/config"));
-      s.policy.validate(s.model);
-      s.options.validate();
-    } catch (const std::invalid_argument& e) {
-      throw checkpoint_error(std::string("/config holds an invalid configuration: ") + e.what());
-    }
-    if (h5::read_string_attribute(root, "precision_mode", "/") != name(s.policy.mode))
-      throw checkpoint_error("attribute /precision_mode disagrees with /config mode");
+  h5::handle config = h5::open_group(root, "config", "/config");
+  const attribute_reader read{config.get(), "/config"};
+  detail::for_each_field(s.model, read);
+  detail::for_each_option(s.options, read);
+  try {
+    s.model.validate();
+    s.policy.mode = parse_precision_mode(h5::read_string_attribute(config.get(), "mode", "/config"));
+    s.policy.update = parse_pure_bf16_update(h5::read_string_attribute(config.get(), "pure_bf16_update", "/config"));
+    s.policy.fp32_layers = split(h5::read_string_attribute(config.get(), "fp32_layers", "/config"));
+    s.policy.validate(s.model);
+    s.options.validate();
+  } catch (const std::invalid_argument& e) {
+    throw checkpoint_error(std::string("/config holds an invalid configuration: ") + e.what());
   }
+  if (h5::read_string_attribute(root, "precision_mode", "/") != name(s.policy.mode))
+    throw checkpoint_error("attribute /precision_mode disagrees with /config mode");
   read_scaler(h5::open_group(root, "loss_scaler", "/loss_scaler").get(), s.scaler);
-  // The claimed model against what the file holds, before the claim costs anything: a /config
-  // of 10^6 layers in a small file is refused here, not after building its parameter table.
-  {
-    const std::int64_t claimed = gpt_parameters::tensor_count(s.model.layers);
-    if (H5Lexists(root, "model", H5P_DEFAULT) <= 0)
-      throw checkpoint_error("group /model is missing: every checkpoint holds the model's tensors there");
-    h5::handle group = h5::open_group(root, "model", "/model");
-    H5G_info_t info;
-    if (H5Gget_info(group.get(), &info) < 0) h5::fail("reading group /model");
-    if (std::int64_t(info.nlinks) != claimed)
-      throw checkpoint_error("/config claims " + std::to_string(s.model.layers) + " layers (" +
-                             std::to_string(claimed) + " tensors), but /model holds " + std::to_string(info.nlinks) +
-                             " objects");
+  return s;
+}
+
+// The claimed model against what the file holds, before the claim costs anything: a /config
+// of 10^6 layers in a small file is refused here, not after building its parameter table.
+void check_tensor_count(hid_t root, const gpt_config& model) {
+  const std::int64_t claimed = gpt_parameters::tensor_count(model.layers);
+  if (H5Lexists(root, "model", H5P_DEFAULT) <= 0)
+    throw checkpoint_error("group /model is missing: every checkpoint holds the model's tensors there");
+  h5::handle group = h5::open_group(root, "model", "/model");
+  H5G_info_t info;
+  if (H5Gget_info(group.get(), &info) < 0) h5::fail("reading group /model");
+  if (std::int64_t(info.nlinks) != claimed)
+    throw checkpoint_error("/config claims " + std::to_string(model.layers) + " layers (" + std::to_string(claimed) +
+                           " tensors), but /model holds " + std::to_string(info.nlinks) + " objects");
+}
+
+// Elements `held` of each of the state's tensors (role `role`, element type `type`), every
+// dataset opened (its type and shape checked) first. Format 3's content hashes are left to the
+// caller in `hashes`; format 2's are checked here on whole reads.
+state_tensor read_tensor(hid_t root, const std::string& role, dtype type, const tensor_table& table,
+                         const element_range& held, bool whole, std::int64_t version,
+                         std::vector<dataset_hash>& hashes) {
+  h5::handle group = h5::open_group(root, role, "/" + role);
+  const std::size_t width = size_of(type);
+  state_tensor t{role, type, std::vector<unsigned char>(held.size() * width, 0)};
+  for (const auto& e : table.entries()) {
+    const std::string where = "/" + role + "/" + e.name;
+    h5::handle set = h5::open_dataset(group.get(), e.name, type, e.shape, where);
+    const element_range part = part_of(e, held);
+    unsigned char* out = start_of(t.bytes.data(), e, part, held, width);
+    if (!part.empty()) h5::read_elements(set, type, e.shape, out, part, where);
+    if (version == 3) {
+      hashes.push_back({where, h5::read_uint_attribute(set.get(), "content_hash", where),
+                        h5::content_hash(out, type, part.first, part.size())});
+    } else if (version == 2 && whole &&
+               h5::read_uint_attribute(set.get(), "content_hash", where) !=
+                   h5::sequential_content_hash(out, e.size * width)) {
+      throw checkpoint_error("dataset " + where +
+                             " does not hold the values that were written (content hash "
+                             "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
+    }
   }
+  return t;
+}
+
+// Reads elements `slice` of every tensor; the format-3 content hashes are left to the caller
+// (summed over the ranks first), the others are checked here.
+training_state read_file(const std::string& path, element_range slice, std::vector<dataset_hash>& hashes) {
+  const auto [file, version] = open_checkpoint(path);
+  const hid_t root = file.get();
+  training_state s = read_description(root);
+  check_tensor_count(root, s.model);
   const tensor_table table = s.model.parameter_table();
-  const auto layout = state_layout(s.policy);
   if (!slice.whole() && (slice.first >= slice.last || slice.last > table.flat_size()))
     throw checkpoint_error("elements [" + std::to_string(slice.first) + ", " + std::to_string(slice.last) +
                            ") were asked for, but the model's flat buffers have " + std::to_string(table.flat_size()));
   s.slice = slice;
-  const element_range held = slice.within(table.flat_size());
   // Every dataset's type and shape first: a file whose /config claims a huge model is rejected
   // before its tensors are allocated.
-  for (const bool read : {false, true})
-    for (const auto& [role, type] : layout) {
-      if (H5Lexists(root, role.c_str(), H5P_DEFAULT) <= 0)
-        throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
-                               name(type) + " " + role + " tensors");
-      h5::handle group = h5::open_group(root, role, "/" + role);
-      const std::size_t width = size_of(type);
-      state_tensor t{role, type, std::vector<unsigned char>(read ? held.size() * width : 0, 0)};
-      for (const auto& e : table.entries()) {
-        const std::string where = "/" + role + "/" + e.name;
-        h5::handle set = h5::open_dataset(group.get(), e.name, type, e.shape, where);
-        if (!read) continue;
-        const element_range part = part_of(e, held);
-        unsigned char* out = start_of(t.bytes.data(), e, part, held, width);
-        if (!part.empty()) h5::read_elements(set, type, e.shape, out, part, where);
-        if (version == 3) {
-          hashes.push_back({where, h5::read_uint_attribute(set.get(), "content_hash", where),
-                            h5::content_hash(out, type, part.first, part.size())});
-        } else if (version == 2 && slice.whole() &&
-                   h5::read_uint_attribute(set.get(), "content_hash", where) !=
-                       h5::sequential_content_hash(out, e.size * width)) {
-          throw checkpoint_error("dataset " + where +
-                                 " does not hold the values that were written (content hash "
-                                 "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
-        }
-      }
-      if (read) s.tensors.push_back(std::move(t));
-    }
+  const auto layout = state_layout(s.policy);
+  for (const auto& [role, type] : layout) {
+    if (H5Lexists(root, role.c_str(), H5P_DEFAULT) <= 0)
+      throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
+                             name(type) + " " + role + " tensors");
+    h5::handle group = h5::open_group(root, role, "/" + role);
+    for (const auto& e : table.entries())
+      h5::open_dataset(group.get(), e.name, type, e.shape, "/" + role + "/" + e.name);
+  }
+  for (const auto& [role, type] : layout)
+    s.tensors.push_back(
+        read_tensor(root, role, type, table, slice.within(table.flat_size()), slice.whole(), version, hashes));
   return s;
 }
 

@@ -1,5 +1,5 @@
-#ifndef KAMP_MODEL_SRC_FIELDS_HPP
-#define KAMP_MODEL_SRC_FIELDS_HPP
+#ifndef KAMP_MODEL_SRC_STATE_FIELDS_HPP
+#define KAMP_MODEL_SRC_STATE_FIELDS_HPP
 
 #include <kamp/model/state/training_state.hpp>
 
@@ -63,16 +63,17 @@ void for_each_run_field(A& a, B& b, F&& f) {
                 std::is_same_v<std::remove_const_t<B>, training_state>);
   // A new member of training_state stops the build here until it is listed below (or is a
   // tensor's): ten members, in declaration order.
-  [[maybe_unused]] auto& [model, policy, options, steps_taken, attempts, scaler, tensors, slice, run_config,
-                          kamp_version] = a;
-  f(a.model, b.model);
-  f(a.policy, b.policy);
-  f(a.options, b.options);
-  f(a.steps_taken, b.steps_taken);
-  f(a.attempts, b.attempts);
-  f(a.scaler, b.scaler);
-  f(a.run_config, b.run_config);
-  f(a.kamp_version, b.kamp_version);
+  auto& [model, policy, options, steps_taken, attempts, scaler, tensors, slice, run_config, kamp_version] = a;
+  f(model, b.model);
+  f(policy, b.policy);
+  f(options, b.options);
+  f(steps_taken, b.steps_taken);
+  f(attempts, b.attempts);
+  f(scaler, b.scaler);
+  f(run_config, b.run_config);
+  f(kamp_version, b.kamp_version);
+  (void)tensors;
+  (void)slice;
 }
 
 }  // namespace kamp::detail

@@ -1,5 +1,5 @@
-#ifndef KAMP_MODEL_SRC_HDF5_HPP
-#define KAMP_MODEL_SRC_HDF5_HPP
+#ifndef KAMP_MODEL_SRC_STATE_HDF5_HPP
+#define KAMP_MODEL_SRC_STATE_HDF5_HPP
 
 #include <kamp/kernels/element_range.hpp>
 #include <kamp/numeric/dtype.hpp>

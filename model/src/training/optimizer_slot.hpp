@@ -1,5 +1,5 @@
-#ifndef KAMP_MODEL_SRC_OPTIMIZER_SLOT_HPP
-#define KAMP_MODEL_SRC_OPTIMIZER_SLOT_HPP
+#ifndef KAMP_MODEL_SRC_TRAINING_OPTIMIZER_SLOT_HPP
+#define KAMP_MODEL_SRC_TRAINING_OPTIMIZER_SLOT_HPP
 
 #include <kamp/kernels/fused_optimizer.hpp>
 #include <kamp/model/training/trainer.hpp>

@@ -62,24 +62,31 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
                                               policy.has_master() ? optimizer_->exact() : weights_ref{}});
   if (sharded_copy) return;  // the units' weights are gathered and bound unit by unit
   if (ranks.distributed() && policy.has_master()) {
-    // The model reads embeddings, LayerNorms and biases in fp32: those values of the master
-    // are gathered from the shards after every update, the rest stays sharded. They are
-    // packed in table order, so a table of them without alignment gaps lays out the buffer.
-    const tensor_table exact = exactly_read_parameters(config, policy);
-    exact_layout_ = tensor_table(1);
-    std::vector<std::size_t> tensors;
-    for (const auto& e : exact.entries()) {
-      tensors.push_back(table.index_of(e.name));
-      exact_layout_.add(e.name, e.shape);
-    }
-    exact_packing_ = std::make_unique<detail::packing>(
-        detail::tensor_ranges(table, tensors, std::vector<bool>(table.count(), true)), shards_, ranks.rank());
-    exact_gathered_ = Kokkos::View<float*, memory_space>("kamp::dist::exact_weights", exact_packing_->size);
-    model_->bind_weights({dtype::fp32, exact_gathered_.data()}, exact_layout_, optimizer_->copy());
-    share_weights();
+    bind_gathered_exact_weights(table);
   } else {
     model_->bind_weights(optimizer_->exact(), optimizer_->copy());
   }
+}
+
+void trainer::bind_gathered_exact_weights(const tensor_table& table) {
+  // The model reads embeddings, LayerNorms and biases in fp32: those values of the master are
+  // gathered from the shards after every update, the rest stays sharded. They are packed in
+  // table order, so a table of them without alignment gaps lays out the packed buffer.
+  const tensor_table exact = exactly_read_parameters(config_, policy_);
+  tensor_table packed(1);
+  std::vector<std::size_t> tensors;
+  for (const auto& e : exact.entries()) {
+    tensors.push_back(table.index_of(e.name));
+    packed.add(e.name, e.shape);
+  }
+  exact_packing_ = std::make_unique<detail::packing>(
+      detail::tensor_ranges(table, tensors, std::vector<bool>(table.count(), true)), shards_, parallel_.ranks.rank());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (exact_packing_->position(table[tensors[i]].offset) != packed[i].offset)
+      throw std::logic_error("kamp::trainer: the packed exact weights are not laid out in table order");
+  exact_gathered_ = Kokkos::View<float*, memory_space>("kamp::dist::exact_weights", exact_packing_->size);
+  model_->bind_weights({dtype::fp32, exact_gathered_.data()}, packed, optimizer_->copy());
+  share_weights();
 }
 
 std::vector<std::size_t> trainer::shard_sizes() const {
@@ -333,9 +340,9 @@ void trainer::check_restorable(const training_state& s) const {
     if (x.role != layout[t].first || x.type != layout[t].second)
       fail("state tensor " + std::to_string(t) + " is " + x.role + " (" + name(x.type) + "), expected " +
            layout[t].first + " (" + name(layout[t].second) + ")");
-    if (x.bytes.size() != s.slice.size(table.flat_size()) * size_of(x.type))
+    if (x.bytes.size() != s.slice.within(table.flat_size()).size() * size_of(x.type))
       fail(x.role + " has " + std::to_string(x.bytes.size() / size_of(x.type)) + " elements, expected " +
-           std::to_string(s.slice.size(table.flat_size())));
+           std::to_string(s.slice.within(table.flat_size()).size()));
   }
   try {
     check_state(s, table);

@@ -27,8 +27,6 @@ struct element_range {
 
   /// The default range, which stands for all elements where a range is optional.
   bool whole() const { return last == 0; }
-  /// Elements in the range, of a buffer of `flat_size` elements when it is whole().
-  std::size_t size(std::size_t flat_size) const { return whole() ? flat_size : size(); }
   /// The range itself, or [0, flat_size) when it is whole().
   element_range within(std::size_t flat_size) const { return whole() ? element_range{0, flat_size} : *this; }
 

@@ -23,12 +23,12 @@ namespace kamp {
 
 /// \brief The range of one op's output in one pass: the precision doctor's evidence.
 struct op_observation {
-  std::string op;        ///< h<l>.attn.qkv, h<l>.mlp.gelu, lm_head, ... (the block and its step)
-  std::string layer;     ///< the layer whose precision it follows (layer_name: h<l>.attn, lm_head, ...)
-  bool residual_stream;  ///< the output is the residual stream (kept in fp32 whatever the layer)
-  bool backward;         ///< false: the forward output; true: the gradient the backward op produced
-  dtype stored;          ///< the dtype the output is stored in
+  std::string op;  ///< h<l>.attn.qkv, h<l>.mlp.gelu, lm_head, ... (the block and its step)
+  bool backward;   ///< false: the forward output; true: the gradient the backward op produced
+  dtype stored;    ///< the dtype the output is stored in
   value_range range;
+  std::string layer;             ///< the layer whose precision it follows (layer_name: h<l>.attn, lm_head, ...)
+  bool residual_stream = false;  ///< the output is the residual stream (kept in fp32 whatever the layer)
 };
 
 /// \brief Decoder-only GPT: token + position embeddings, pre-LayerNorm blocks (causal

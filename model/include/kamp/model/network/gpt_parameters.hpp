@@ -52,11 +52,11 @@ struct gpt_parameters {
   std::vector<std::vector<std::size_t>> units;
 
   explicit gpt_parameters(const gpt_config& config);
-  /// Tensors in the table of a model of `layers` blocks, known without building it (so that a
-  /// checkpoint's claimed shape is checked before it costs anything): the root's wte, wpe and
-  /// final LayerNorm, then each block's fields.
+  /// Tensors of each block (its fields' indices) and of the root (wte, wpe, the final LayerNorm).
   static constexpr std::size_t block_tensors = sizeof(block_parameters) / sizeof(std::size_t);
   static constexpr std::size_t root_tensors = 2 + sizeof(norm_parameters) / sizeof(std::size_t);
+  /// Tensors in the table of a model of `layers` blocks, known without building it (so that a
+  /// checkpoint's claimed shape is checked before it costs anything).
   static std::int64_t tensor_count(std::int64_t layers) {
     return std::int64_t(root_tensors) + std::int64_t(block_tensors) * layers;
   }

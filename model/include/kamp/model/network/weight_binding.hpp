@@ -33,10 +33,6 @@ struct weight_addresses {
   std::vector<const void*> exact, copy;
 };
 
-/// Checks that `binding` fits a model of `config` in `policy` computing in fp32 (or fp64 when
-/// `fp64`), and returns where each parameter's weights are. `api` names the caller in messages.
-weight_addresses bound_addresses(const char* api, const gpt_config& config, const precision_policy& policy, bool fp64,
-                                 const weight_binding& binding);
 }  // namespace detail
 
 /// The parameters gpt reads from the exact weights rather than the low-precision copy:

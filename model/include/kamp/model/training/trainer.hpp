@@ -118,6 +118,9 @@ class trainer {
   void restore(const training_state& s);
 
  private:
+  /// Sharded AMP: binds the model to the fp32 values it reads exactly, gathered from the master
+  /// shards into exact_gathered_ (`table` is the parameter table).
+  void bind_gathered_exact_weights(const tensor_table& table);
   /// Shares the updated shards: the model copy, and the fp32 weights the model reads exactly.
   void share_weights();
   /// Elements of every rank's shard.
@@ -131,8 +134,7 @@ class trainer {
   parallel_options parallel_;
   std::vector<element_range> shards_;  ///< every rank's shard
   /// Sharded AMP: the fp32 values of exactly_read_parameters(), gathered from the master shards
-  /// into one packed buffer, laid out by exact_layout_.
-  tensor_table exact_layout_;
+  /// into one packed buffer.
   Kokkos::View<float*, gpt<float>::memory_space> exact_gathered_;
   std::unique_ptr<detail::packing> exact_packing_;
   std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> gradient_hook_;

@@ -1,5 +1,5 @@
-#ifndef KAMP_MODEL_SRC_PRECISION_SPELLINGS_HPP
-#define KAMP_MODEL_SRC_PRECISION_SPELLINGS_HPP
+#ifndef KAMP_MODEL_SRC_SPELLINGS_HPP
+#define KAMP_MODEL_SRC_SPELLINGS_HPP
 
 #include <cstddef>
 #include <stdexcept>
@@ -8,12 +8,16 @@
 
 namespace kamp::detail {
 
-/// "a, b or c": the spellings (each value's name()) that a message about an unknown one offers.
+/// "a, b or c": the spellings (each value's name()) that a message about an unknown one offers,
+/// each followed by " (label)" where `label` gives one.
 template <class Enum>
-std::string spelled_alternatives(const std::vector<Enum>& values) {
+std::string spelled_alternatives(const std::vector<Enum>& values, const char* (*label)(Enum) = nullptr) {
   std::string text;
-  for (std::size_t i = 0; i < values.size(); ++i)
+  for (std::size_t i = 0; i < values.size(); ++i) {
     text += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::string(name(values[i]));
+    const char* l = label != nullptr ? label(values[i]) : "";
+    if (*l != '\0') text += " (" + std::string(l) + ")";
+  }
   return text;
 }
 
