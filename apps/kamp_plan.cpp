@@ -9,17 +9,31 @@
 #include "train/enum_option.hpp"
 #include "train/model_options.hpp"
 
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 namespace {
 
+// The largest run kamp-plan plans: 10^15 parameters (a thousand times the largest models trained
+// today) and 10^18 bytes, an exabyte, in all. Beyond them a figure prints as "inf" or as a
+// number of 20 digits, and the input is a typo rather than a plan.
+constexpr double max_parameters = 1e15, max_bytes = 1e18;
+
 std::string human(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
   int u = 0;
-  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
+  while (bytes >= 1000 && u < 6) bytes /= 1000, ++u;
   char text[32];
   std::snprintf(text, sizeof text, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return text;
+}
+
+std::string number(double n) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", n);
   return text;
 }
 
@@ -38,18 +52,50 @@ struct plan_request {
   bool json = false;
 };
 
+// --parameters: a finite count from 1 to max_parameters, checked on the text so that nan and
+// inf are refused by name (CLI::PositiveNumber lets nan through and prints its range in full).
+CLI::Validator parameter_count() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        double n = 0;
+        if (!CLI::detail::lexical_cast(text, n) || std::isnan(n))
+          return text + " is not a number: give a parameter count such as 70e9";
+        if (std::isinf(n)) return text + " is not a finite number: give a parameter count such as 70e9";
+        if (n < 1) return text + " is not a positive count: give a parameter count such as 70e9";
+        if (n > max_parameters)
+          return text + " is more than the " + number(max_parameters) +
+                 " parameters kamp-plan plans: give a parameter count such as 70e9";
+        return "";
+      },
+      "NUMBER in [1, " + number(max_parameters) + "]");
+}
+
+// --batch, --shards: a whole number from 1 to INT_MAX, checked on the text so that 0, -1, 2.5
+// and nan get the range rather than CLI11's "Value 0 not in range 0 to 1.8e308" or "Could not
+// convert".
+CLI::Validator whole_count(const char* what) {
+  return CLI::Validator(
+      [what](const std::string& text) -> std::string {
+        int n = 0;
+        if (!CLI::detail::lexical_cast(text, n) || n < 1)
+          return text + " is not a number of " + what + ": give a whole number from 1 to " + std::to_string(INT_MAX);
+        return "";
+      },
+      "INT in [1, " + std::to_string(INT_MAX) + "]");
+}
+
 void add_options(CLI::App& app, plan_request& r) {
   kamp::app::add_model_options(app, r.model);
   kamp::app::add_precision_options(app, r.precision);
   app.add_option("--parameters", r.parameters,
                  "Plan the state of this many parameters (e.g. 70e9) instead of a model shape; no activations")
-      ->check(CLI::PositiveNumber);
+      ->check(parameter_count());
   app.add_option("--batch", r.batch, "Sequences per micro-batch (activations)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_count("sequences"));
   app.add_option("--shards", r.shards, "Data-parallel ranks sharing the state")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_count("ranks"));
   app.add_option("--sharding", r.split,
                  "What the shards split: optimizer (ZeRO-1: master + moments), gradients (ZeRO-2: + gradients), "
                  "parameters (ZeRO-3/FSDP full shard: + the model copy), none")
@@ -64,15 +110,27 @@ struct plans {
   kamp::memory_plan per_rank, unsharded, per_parameter;
 };
 
+// Plans from the shape alone (kamp::plan_memory builds no table), after kamp-train's check of
+// the shape and within kamp-plan's bounds, so any input is answered at once.
 plans make_plans(const plan_request& r) {
   const kamp::precision_policy policy = r.precision.policy();
   const kamp::sharding how = kamp::parse_sharding(r.split);
   if (r.parameters > 0)
     return {r.parameters, kamp::plan_state(r.parameters, policy, r.shards, how), kamp::plan_state(r.parameters, policy),
             kamp::bytes_per_parameter(policy)};
-  return {double(r.model.parameter_table().parameter_count()),
-          kamp::plan_memory(r.model, policy, r.batch, r.shards, how), kamp::plan_memory(r.model, policy, r.batch),
-          kamp::bytes_per_parameter(policy)};
+  r.model.validate();
+  const double elements = kamp::parameter_estimate(r.model);
+  if (elements > max_parameters)
+    throw std::invalid_argument("this shape has " + number(elements) + " parameters, more than the " +
+                                number(max_parameters) +
+                                " kamp-plan plans: use fewer --layers or a smaller --d-model or --mlp");
+  const plans p{elements, kamp::plan_memory(r.model, policy, r.batch, r.shards, how),
+                kamp::plan_memory(r.model, policy, r.batch), kamp::bytes_per_parameter(policy)};
+  if (p.unsharded.total() > max_bytes)
+    throw std::invalid_argument("this run's activations are " + number(p.unsharded.activations) +
+                                " bytes, more than the " + number(max_bytes) +
+                                " kamp-plan plans in all: use a smaller --batch or --context");
+  return p;
 }
 
 void print_json(const plan_request& r, const plans& p) {

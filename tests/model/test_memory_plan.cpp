@@ -1,5 +1,10 @@
 // The memory planner: the seeds' arithmetic, the bytes per parameter of each mode, sharding,
-// and agreement with what kamp actually allocates (measured through Kokkos' tool callbacks).
+// agreement with what kamp actually allocates (measured through Kokkos' tool callbacks), and
+// the plan from the shape alone against the one summed over the tables the model builds.
+#include <kamp/kernels/nn/embedding.hpp>
+#include <kamp/model/network/activation_layout.hpp>
+#include <kamp/model/network/gpt_parameters.hpp>
+#include <kamp/model/network/weight_binding.hpp>
 #include <kamp/model/precision/memory_plan.hpp>
 #include <kamp/model/precision/memory_tracker.hpp>
 #include <kamp/model/training/trainer.hpp>
@@ -9,7 +14,74 @@
 #include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 using kamp::test::policy;
+
+namespace {
+
+// The plan summed over the tables a model builds (its parameter table, exactly_read_parameters
+// and activation_layout), the way plan_memory worked before it planned from the shape: the
+// independent reference its figures must equal to the byte.
+kamp::memory_plan table_built_plan(const kamp::gpt_config& model, const kamp::precision_policy& policy, int batch,
+                                   int shards, kamp::sharding split, bool reshard_after_forward) {
+  model.validate();
+  policy.validate(model);
+  const kamp::gpt_parameters parameters(model);
+  kamp::memory_plan p = kamp::plan_state(double(parameters.table.flat_size()), policy, shards, split);
+  if (shards > 1) {
+    const kamp::tensor_table exact = kamp::exactly_read_parameters(model, policy);
+    if (policy.has_master() && split != kamp::sharding::parameters) p.master += double(exact.parameter_count()) * 4;
+    if (split == kamp::sharding::gradients || split == kamp::sharding::parameters) {
+      const auto unit_size = [&](std::size_t u, bool exact_only) {
+        double n = 0;
+        for (const std::size_t t : parameters.units[u])
+          if (!exact_only || exact.contains(parameters.table[t].name)) n += double(parameters.table[t].size);
+        return n;
+      };
+      const int blocks = model.layers, gathered = reshard_after_forward ? std::min(blocks, 2) : blocks;
+      p.gradients += 4 * (unit_size(0, false) + std::min(blocks, 2) * unit_size(1, false));
+      if (split == kamp::sharding::parameters) {
+        p.parameters += double(kamp::size_of(policy.low())) * (unit_size(0, false) + gathered * unit_size(1, false));
+        if (policy.has_master()) p.master += 4 * (unit_size(0, true) + gathered * unit_size(1, true));
+      }
+    }
+  }
+  for (const auto& buffer : kamp::activation_layout(model, policy, batch))
+    for (const std::size_t bytes : buffer.bytes) p.activations += double(bytes);
+  p.activations += double(kamp::token_rows<Kokkos::HostSpace>::bytes(std::size_t(batch) * model.context, model.vocab));
+  return p;
+}
+
+// Shapes that leave tensors off the 64-element alignment and reach each term: widths of 1, odd
+// widths, several heads, one to five blocks, a context of 1.
+std::vector<kamp::gpt_config> plan_shapes() {
+  std::vector<kamp::gpt_config> out;
+  for (const int context : {1, 7, 32})
+    for (const int layers : {1, 2, 5})
+      for (const auto& [heads, head_size] : std::vector<std::pair<int, int>>{{1, 1}, {3, 5}, {2, 32}})
+        for (const int mlp : {1, 3, 4 * heads * head_size, 1000}) {
+          kamp::gpt_config c = kamp::test::gpt_shape(context, layers, heads, heads * head_size, mlp);
+          if (context == 7 && mlp == 3) c.vocab = 1000;
+          out.push_back(c);
+        }
+  return out;
+}
+
+// The fp32 overrides a policy may carry for `model`: none, one attention, an MLP and the head, a
+// name twice, every layer.
+std::vector<std::vector<std::string>> overrides(const kamp::gpt_config& model) {
+  const int last = model.layers - 1;
+  return {{},
+          {"h0.attn"},
+          {kamp::layer_name(last, kamp::layer_part::mlp), "lm_head"},
+          {"h0.mlp", kamp::layer_name(last, kamp::layer_part::attention), "h0.mlp"},
+          model.layer_names()};
+}
+
+}  // namespace
 
 TEST_CASE("the seeds' arithmetic: 70B parameters are 280 GB in fp32, 140 GB in bf16, 8.75 GB over 16 shards",
           "[model][plan]") {
@@ -77,4 +149,72 @@ TEST_CASE("16-bit layers halve their activation buffers; an fp32 override keeps 
   CHECK(bf16 < 0.8 * fp32);
   CHECK(mixed > bf16);
   CHECK(mixed < fp32);
+}
+
+TEST_CASE("the plan from the shape is the table-built plan to the byte, for every mode, override and sharding",
+          "[model][plan]") {
+  for (const kamp::gpt_config& model : plan_shapes()) {
+    for (const std::vector<std::string>& fp32_layers : overrides(model))
+      for (kamp::precision_policy p : kamp::test::every_policy()) {
+        p.fp32_layers = fp32_layers;
+        for (const auto& [batch, shards] : std::vector<std::pair<int, int>>{{1, 1}, {3, 2}, {2, 3}})
+          for (const kamp::sharding split : kamp::sharding_levels())
+            for (const bool reshard : {true, false}) {
+              if (shards == 1 && (split != kamp::sharding::optimizer || !reshard)) continue;
+              INFO("context " << model.context << ", layers " << model.layers << ", heads " << model.heads
+                              << ", d_model " << model.d_model << ", mlp " << model.mlp << ", vocab " << model.vocab
+                              << "; " << kamp::name(p.mode) << " " << kamp::name(p.update) << ", "
+                              << p.fp32_layers.size() << " fp32 layers; batch " << batch << ", " << shards
+                              << " shards, " << kamp::name(split) << (reshard ? "" : ", kept gathered"));
+              const kamp::memory_plan planned = kamp::plan_memory(model, p, batch, shards, split, reshard);
+              const kamp::memory_plan built = table_built_plan(model, p, batch, shards, split, reshard);
+              REQUIRE(planned.parameters == built.parameters);
+              REQUIRE(planned.gradients == built.gradients);
+              REQUIRE(planned.master == built.master);
+              REQUIRE(planned.optimizer == built.optimizer);
+              REQUIRE(planned.activations == built.activations);
+            }
+      }
+  }
+}
+
+TEST_CASE("a shape of 10^8 blocks is planned from its shape, each block adding what the fourth adds", "[model][plan]") {
+  // Building its tables would take gigabytes; the plan takes what a plan of 4 blocks takes.
+  const int huge = 100000000;
+  for (const kamp::precision_policy& p : kamp::test::every_policy()) {
+    INFO(kamp::name(p.mode) << " " << kamp::name(p.update));
+    const auto plan = [&](int layers) {
+      return kamp::plan_memory(kamp::test::gpt_shape(128, layers, 4, 256, 1024), p, 16, 8, kamp::sharding::gradients);
+    };
+    const kamp::memory_plan three = plan(3), four = plan(4), many = plan(huge);
+    const double more = huge - 3;
+    CHECK(many.parameters == three.parameters + more * (four.parameters - three.parameters));
+    CHECK(many.gradients == three.gradients + more * (four.gradients - three.gradients));
+    CHECK(many.master == three.master + more * (four.master - three.master));
+    CHECK(many.optimizer == three.optimizer + more * (four.optimizer - three.optimizer));
+    CHECK(many.activations == three.activations + more * (four.activations - three.activations));
+  }
+  auto last = policy(kamp::precision_mode::amp_bf16);
+  last.fp32_layers = {kamp::layer_name(huge - 1, kamp::layer_part::mlp)};
+  CHECK(kamp::plan_memory(kamp::test::gpt_shape(128, huge, 4, 256, 1024), last, 16).activations >
+        kamp::plan_memory(kamp::test::gpt_shape(128, huge, 4, 256, 1024), policy(kamp::precision_mode::amp_bf16), 16)
+            .activations);
+}
+
+TEST_CASE("an fp32 override naming no layer is refused in the policy's own words", "[model][plan]") {
+  const kamp::gpt_config model = kamp::test::small_model(2);
+  for (const std::string name :
+       {"h2.attn", "h01.attn", "h0.attention", "h0", "lm_head2", "h-1.mlp", "", "attn", "h99999999999999999999.mlp"}) {
+    INFO("'" << name << "'");
+    auto p = policy(kamp::precision_mode::amp_bf16);
+    p.fp32_layers = {"h1.mlp", name};
+    std::string policy_says;
+    try {
+      p.validate(model);
+    } catch (const std::invalid_argument& e) {
+      policy_says = e.what();
+    }
+    REQUIRE_FALSE(policy_says.empty());
+    CHECK_THROWS_WITH(kamp::plan_memory(model, p, 4), policy_says);
+  }
 }

@@ -1,6 +1,8 @@
 #include <kamp/model/network/gpt_config.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <stdexcept>
 
 namespace kamp {
@@ -33,6 +35,18 @@ std::string layer_name(int block, layer_part part) {
       break;
   }
   return "lm_head";
+}
+
+std::optional<std::pair<int, layer_part>> find_layer(const std::string& name, int layers) {
+  if (name == layer_name(0, layer_part::head)) return std::pair{0, layer_part::head};
+  // The name is spelled back through layer_name(), so only its exact spellings match.
+  const auto digit = std::find_if(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  int block = 0;
+  const char *first = name.data() + (digit - name.begin()), *last = name.data() + name.size();
+  if (std::from_chars(first, last, block).ec != std::errc() || block >= layers) return std::nullopt;
+  for (const layer_part part : {layer_part::attention, layer_part::mlp})
+    if (layer_name(block, part) == name) return std::pair{block, part};
+  return std::nullopt;
 }
 
 std::vector<std::string> gpt_config::layer_names() const {

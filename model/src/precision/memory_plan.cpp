@@ -1,18 +1,22 @@
 #include <kamp/model/network/activation_layout.hpp>
-#include <kamp/model/network/gpt.hpp>
+#include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/precision/memory_plan.hpp>
 #include <kamp/model/state/training_state.hpp>
 
 #include <kamp/kernels/detail/kokkos_compat.hpp>
+#include <kamp/kernels/nn/embedding.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kamp {
 
@@ -46,46 +50,173 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
   return p;
 }
 
+namespace {
+
+// What layer_dtypes lists layer by layer, counted: the fp32 overrides are few, so sums over the
+// blocks cost the same for any number of them. Sizes are bytes per element.
+struct layer_sizes {
+  double blocks;
+  double low_attn, low_mlp;  ///< blocks whose attention / MLP computes in policy.low() (no fp32 override)
+  bool low_attn0, low_mlp0;  ///< whether block 0's does
+  double low, head, widest;
+
+  layer_sizes(const gpt_config& model, const precision_policy& policy) : blocks(model.layers) {
+    policy.validate(model);
+    std::set<std::pair<int, layer_part>> fp32;
+    for (const std::string& name : policy.fp32_layers) fp32.insert(*find_layer(name, model.layers));
+    const auto overridden = [&](layer_part part) {
+      return double(std::count_if(fp32.begin(), fp32.end(), [&](const auto& layer) { return layer.second == part; }));
+    };
+    low_attn = blocks - overridden(layer_part::attention);
+    low_mlp = blocks - overridden(layer_part::mlp);
+    low_attn0 = fp32.count({0, layer_part::attention}) == 0;
+    low_mlp0 = fp32.count({0, layer_part::mlp}) == 0;
+    low = double(size_of(policy.low()));
+    head = fp32.count({0, layer_part::head}) != 0 ? fp32_size : low;
+    widest = std::max({head, low_attn + low_mlp > 0 ? low : 0.0, low_attn + low_mlp < 2 * blocks ? fp32_size : 0.0});
+  }
+  /// Bytes per element of every block's attention, or MLP, together.
+  double attention() const { return low_attn * low + (blocks - low_attn) * fp32_size; }
+  double mlp() const { return low_mlp * low + (blocks - low_mlp) * fp32_size; }
+
+  static constexpr double fp32_size = 4;
+};
+
+// The parameter table's figures, taken from the table of a model of at most two blocks: blocks
+// repeat, each from an aligned offset, so every block adds the same elements and the same span
+// of the flat buffer.
+struct table_figures {
+  double flat;                       ///< flat_size(): the elements with their alignment padding
+  double root, block;                ///< elements of units[0] (wte, wpe, lnf) and of one block
+  double attn_weights, mlp_weights;  ///< of one block: the GEMM weights of its attention, of its MLP
+
+  explicit table_figures(const gpt_config& model) {
+    gpt_config two = model;
+    two.layers = std::min(model.layers, 2);
+    const gpt_parameters p(two);
+    const auto elements = [&](const std::vector<std::size_t>& tensors) {
+      double n = 0;
+      for (const std::size_t t : tensors) n += double(p[t].size);
+      return n;
+    };
+    flat = double(p.table.flat_size());
+    if (model.layers > 2)
+      flat += double(model.layers - 2) * double(p[p.blocks[1].ln1.gain].offset - p[p.blocks[0].ln1.gain].offset);
+    root = elements(p.units[0]);
+    block = elements(p.units[1]);
+    const block_parameters& b = p.blocks[0];
+    attn_weights = elements({b.qkv.weight, b.attn_proj.weight});
+    mlp_weights = elements({b.fc.weight, b.mlp_proj.weight});
+  }
+};
+
+// The bytes of activation_layout's buffers, and of the index the embedding's backward pass
+// sorts the tokens into, from the shape: a buffer per LayerNorm or per layer is one product.
+double activation_bytes(const gpt_config& model, const layer_sizes& layers, int batch) {
+  const double n = double(batch) * model.context, c = model.d_model, m = model.mlp, v = model.vocab;
+  const double s = double(batch) * model.heads * model.context * model.context;  // scores per layer
+  const double r = layer_sizes::fp32_size, wide = layers.widest, norms = 2 * layers.blocks + 1;
+  const double attn = layers.attention(), mlp = layers.mlp(), index = double(sizeof(int));
+  // LayerNorm i feeds h<i/2>.attn (even i), h<i/2>.mlp (odd i), and the last the head.
+  const double norm_consumers = attn + mlp + layers.head;
+  const auto bytes = [&](activation a) {
+    switch (a) {
+      case activation::residual:
+        return norms * n * c * r;
+      case activation::ln_mean:
+      case activation::ln_rstd:
+        return norms * n * r;
+      case activation::ln_out:
+        return n * c * norm_consumers;
+      case activation::qkv_heads:
+        return 3 * n * c * attn;
+      case activation::probs:
+        return layers.blocks * s * r;
+      case activation::probs_low:
+        return s * attn;
+      case activation::attn_out:
+        return n * c * attn;
+      case activation::fc_pre:
+        return layers.blocks * n * m * r;
+      case activation::fc_act:
+        return n * m * mlp;
+      case activation::qkv_rows:
+      case activation::dqkv_heads:
+      case activation::dqkv_rows:
+        return 3 * n * c * wide;
+      case activation::heads_out:
+      case activation::dresid_low:
+      case activation::dattn_out:
+      case activation::dheads:
+        return n * c * wide;
+      case activation::logits:
+        return n * v * r;
+      case activation::losses:
+        return n * r;
+      case activation::tokens:
+      case activation::targets:
+        return n * index;
+      case activation::dresid:
+      case activation::dln:
+        return n * c * r;
+      case activation::dfc_act:
+        return n * m * r;
+      case activation::dfc_pre:
+        return n * m * wide;
+      case activation::dprobs:
+        return s * r;
+      case activation::dscores:
+        return s * wide;
+      case activation::dlogits:
+        return n * v * layers.head;
+      case activation::bias:
+        return std::max(3 * c, m) * r;
+      case activation::count:
+        break;
+    }
+    throw std::logic_error("kamp::plan_memory: activation " + std::to_string(int(a)) +
+                           " has no figure: add its bytes beside activation_layout's");
+  };
+  double total = 0;
+  for (int a = 0; a < int(activation::count); ++a) total += bytes(activation(a));
+  return total + double(token_rows<Kokkos::HostSpace>::bytes(std::size_t(n), model.vocab));
+}
+
+}  // namespace
+
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards, sharding split,
                         bool reshard_after_forward) {
   model.validate();
-  policy.validate(model);
+  const layer_sizes layers(model, policy);
   if (batch < 1) throw std::invalid_argument("kamp::plan_memory: batch must be >= 1, got " + std::to_string(batch));
-  const gpt_parameters parameters(model);
-  const double elements = double(parameters.table.flat_size());
-  memory_plan p = plan_state(elements, policy, shards, split);
+  const table_figures table(model);
+  memory_plan p = plan_state(table.flat, policy, shards, split);
   if (shards > 1) {
-    // What kamp's data parallelism adds. Levels optimizer and gradients, with fp32 master
-    // weights: the fp32 values the model reads exactly, gathered from the shards and packed.
+    // What kamp's data parallelism adds. `exact`: the elements of `blocks` blocks the model reads
+    // exactly (exactly_read_parameters), all but the GEMM weights of the attention and MLP layers
+    // computing in 16 bits (`attn_low` and `mlp_low` of them).
+    const bool sixteen_bit = policy.low() != dtype::fp32;
+    const auto exact = [&](double attn_low, double mlp_low, double blocks) {
+      return blocks * table.block - (sixteen_bit ? attn_low * table.attn_weights + mlp_low * table.mlp_weights : 0.0);
+    };
+    // Levels optimizer and gradients, with fp32 master weights: the fp32 values the model reads
+    // exactly, gathered from the shards and packed.
     if (policy.has_master() && split != sharding::parameters)
-      p.master += double(exactly_read_parameters(model, policy).parameter_count()) * 4;
+      p.master += (table.root + exact(layers.low_attn, layers.low_mlp, layers.blocks)) * 4;
     // Levels gradients and parameters: the buffers units are reduced from (the root and two
-    // blocks) and gathered into (the same, or every block when they stay gathered).
+    // blocks) and gathered into (the same, or every block when they stay gathered), sized as
+    // block 0's.
     if (split == sharding::gradients || split == sharding::parameters) {
-      const tensor_table exact = exactly_read_parameters(model, policy);
-      const auto unit_size = [&](std::size_t u, bool exact_only) {
-        double n = 0;
-        for (const std::size_t t : parameters.units[u])
-          if (!exact_only || exact.contains(parameters.table[t].name)) n += double(parameters.table[t].size);
-        return n;
-      };
       const int blocks = model.layers, gathered = reshard_after_forward ? std::min(blocks, 2) : blocks;
-      const double block = blocks > 0 ? unit_size(1, false) : 0.0;
-      p.gradients += 4 * (unit_size(0, false) + std::min(blocks, 2) * block);
+      p.gradients += 4 * (table.root + std::min(blocks, 2) * table.block);
       if (split == sharding::parameters) {
-        p.parameters += double(size_of(policy.low())) * (unit_size(0, false) + gathered * block);
+        p.parameters += double(size_of(policy.low())) * (table.root + gathered * table.block);
         if (policy.has_master())
-          p.master += 4 * (unit_size(0, true) + gathered * (blocks > 0 ? unit_size(1, true) : 0.0));
+          p.master += 4 * (table.root + gathered * exact(double(layers.low_attn0), double(layers.low_mlp0), 1));
       }
     }
   }
-  // The model's activation buffers, from the table it allocates from, and the index its
-  // embedding's backward pass sorts the tokens into.
-  double a = 0;
-  for (const auto& buffer : activation_layout(model, policy, batch))
-    for (const std::size_t bytes : buffer.bytes) a += double(bytes);
-  a += double(token_rows<Kokkos::HostSpace>::bytes(std::size_t(batch) * model.context, model.vocab));
-  p.activations = a;
+  p.activations = activation_bytes(model, layers, batch);
   return p;
 }
 

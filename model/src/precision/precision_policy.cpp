@@ -51,12 +51,11 @@ pure_bf16_update parse_pure_bf16_update(const std::string& s) {
 }
 
 void precision_policy::validate(const gpt_config& model) const {
-  const auto names = model.layer_names();
   for (const auto& layer : fp32_layers)
-    if (std::find(names.begin(), names.end(), layer) == names.end())
+    if (!find_layer(layer, model.layers))
       throw std::invalid_argument("precision policy: fp32 override '" + layer + "' names no layer; this model has " +
-                                  names.front() + " ... " + names.back() + " (h<l>.attn, h<l>.mlp for l < " +
-                                  std::to_string(model.layers) + ", lm_head)");
+                                  layer_name(0, layer_part::attention) + " ... " + layer_name(0, layer_part::head) +
+                                  " (h<l>.attn, h<l>.mlp for l < " + std::to_string(model.layers) + ", lm_head)");
 }
 
 dtype precision_policy::low() const {

@@ -3,7 +3,9 @@
 
 #include <kamp/kernels/flat_tensors.hpp>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace kamp {
 
@@ -16,6 +18,10 @@ std::string block_name(int block);
 /// A layer's name as policies, --fp32-layers and the precision doctor spell it: h<block>.attn,
 /// h<block>.mlp, lm_head (`block` is ignored for the head).
 std::string layer_name(int block, layer_part part);
+
+/// A layer of this model: block and part. The inverse of layer_name(), in time independent of
+/// the number of blocks; none when `name` spells no layer of a model with `layers` blocks.
+std::optional<std::pair<int, layer_part>> find_layer(const std::string& name, int layers);
 
 /// \brief The shape of a decoder-only GPT. Defaults are the reference model (≈ 3.26M parameters).
 struct gpt_config {

@@ -35,7 +35,8 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
 /// trainer holds per rank at `split` (optimizer, gradients or parameters): the shards, plus the
 /// fp32 weights AMP reads exactly (gathered from the master shards) and the per-unit buffers
 /// gradients are reduced from and parameters gathered into (the root and two blocks; every
-/// block when `reshard_after_forward` is false).
+/// block when `reshard_after_forward` is false). Worked out from the shape, in the same time and
+/// memory for any number of layers (the figures of the tables the model builds, to the byte).
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards = 1,
                         sharding split = sharding::optimizer, bool reshard_after_forward = true);
 
