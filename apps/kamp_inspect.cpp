@@ -36,7 +36,7 @@ nlohmann::json describe(const std::string& path, const kamp::training_state& s) 
   return {{"file", path},
           {"valid", true},
           {"bytes", std::filesystem::file_size(path)},
-          {"format_version", kamp::checkpoint_format_version},
+          {"format_version", s.format_version},
           {"kamp_version", s.kamp_version},
           {"model",
            {{"vocab", m.vocab},
@@ -91,12 +91,16 @@ int main(int argc, char** argv) {
       "max, mean, non-finite count). Reading it checks it completely: exit status 1 if it is damaged."};
   std::string path;
   bool json = false, run_config = false;
+  kamp::checkpoint_read_options read_options;
   app.add_option("checkpoint", path, "The .h5 checkpoint")->required();
   app.add_flag("--json", json, "Print JSON instead of a table");
   app.add_flag("--run-config", run_config, "Print the settings of the run that wrote it (a kamp-train --config file)");
+  app.add_flag("--accept-unhashed", read_options.accept_unhashed,
+               "Read a format-1 checkpoint, whose tensors have no content hashes (refused otherwise: nothing could "
+               "tell a zeroed chunk in it)");
   CLI11_PARSE(app, argc, argv);
   try {
-    const kamp::training_state state = kamp::read_checkpoint(path);
+    const kamp::training_state state = kamp::read_checkpoint(path, read_options);
     if (run_config) {
       std::cout << state.run_config << '\n';
     } else if (json) {

@@ -83,6 +83,21 @@ if /usr/bin/python3 -c "import h5py" 2>/dev/null; then
   expect "inspect: NaN loss scale" 1 "impossible loss scaler state" "$inspect" "$scratch/nan-scale.h5"
   expect "resume: NaN loss scale" 1 "impossible loss scaler state" \
     "$train" "${tiny[@]}" --steps 3 --checkpoint-dir "$scratch/ck-nan" --resume "$scratch/nan-scale.h5"
+  # A verified file lowered to format 1 (its digest and hashes deleted): refused unless asked for,
+  # and then kamp-inspect says the version the file says.
+  cp "$ck/step-00000002.h5" "$scratch/format1.h5"
+  /usr/bin/python3 - "$scratch/format1.h5" <<'PY'
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    del f.attrs["digest"]
+    f.attrs["format_version"] = 1
+    f.visititems(lambda name, o: o.attrs.__delitem__("content_hash") if isinstance(o, h5py.Dataset) else None)
+PY
+  expect "inspect: format 1 refused" 1 "format-1 checkpoint: its tensors have no content hashes" \
+    "$inspect" "$scratch/format1.h5"
+  expect "inspect: format 1 read when asked, its version printed" 0 "kamp checkpoint format 1," \
+    "$inspect" --accept-unhashed "$scratch/format1.h5"
+  expect "inspect: format 4 printed" 0 "kamp checkpoint format 4," "$inspect" "$ck/step-00000002.h5"
 else
   echo "note: no h5py for Debian's python3: the edited-attribute cases did not run"
 fi

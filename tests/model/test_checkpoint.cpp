@@ -156,6 +156,10 @@ void set_int(const std::string& path, const std::string& object, const std::stri
   set_attribute(path, object, name, H5T_NATIVE_INT64, &v);
 }
 
+void set_attribute_double(const std::string& path, const std::string& object, const std::string& name, double v) {
+  set_attribute(path, object, name, H5T_NATIVE_DOUBLE, &v);
+}
+
 void set_string(const std::string& path, const std::string& object, const std::string& name, const std::string& v) {
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, v.size());
@@ -191,6 +195,37 @@ void replace_with_unwritten(const std::string& path, const std::string& name, st
   H5Dclose(set);
   H5Pclose(plist);
   H5Sclose(space);
+}
+
+// The roles an amp_bf16 checkpoint holds its tensors under.
+const std::vector<std::string> amp_roles{"model", "master", "moment1", "moment2"};
+
+// Swaps two datasets' names in every role: the values stay, each under the other's name.
+void swap_in_every_role(const std::string& path, const std::string& a, const std::string& b) {
+  h5_file f(path);
+  for (const auto& role : amp_roles) {
+    const std::string x = "/" + role + "/" + a, y = "/" + role + "/" + b, z = "/" + role + "/swapping";
+    REQUIRE(H5Lmove(f.id, x.c_str(), f.id, z.c_str(), H5P_DEFAULT, H5P_DEFAULT) >= 0);
+    REQUIRE(H5Lmove(f.id, y.c_str(), f.id, x.c_str(), H5P_DEFAULT, H5P_DEFAULT) >= 0);
+    REQUIRE(H5Lmove(f.id, z.c_str(), f.id, y.c_str(), H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  }
+}
+
+// What a format-1 file is: format 4's without its digest and content hashes.
+void make_format_1(const std::string& path) {
+  h5_file f(path);
+  REQUIRE(H5Adelete(f.id, "digest") >= 0);
+  for (const auto& role : amp_roles) {
+    H5G_info_t info;
+    REQUIRE(H5Gget_info_by_name(f.id, role.c_str(), &info, H5P_DEFAULT) >= 0);
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+      char tensor[256];
+      REQUIRE(H5Lget_name_by_idx(f.id, role.c_str(), H5_INDEX_NAME, H5_ITER_INC, i, tensor, sizeof tensor,
+                                 H5P_DEFAULT) > 0);
+      const std::string dataset = role + "/" + tensor;
+      REQUIRE(H5Adelete_by_name(f.id, dataset.c_str(), "content_hash", H5P_DEFAULT) >= 0);
+    }
+  }
 }
 
 std::vector<char> bytes_of(const std::string& path) {
@@ -318,7 +353,56 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
          write_bytes(f, {valid_bytes.begin(), valid_bytes.end() - 1});
        },
        "truncated"},
-      {"newer format version", [](const std::string& f) { set_int(f, "/", "format_version", 4); }, "format version 4"},
+      {"newer format version", [](const std::string& f) { set_int(f, "/", "format_version", 5); }, "format version 5"},
+      // A verified file cannot be downgraded to a format that checks less.
+      {"version lowered to 3", [](const std::string& f) { set_int(f, "/", "format_version", 3); },
+       "format_version attribute says 3, but it carries format 4's /digest"},
+      {"version lowered to 3, digest deleted",
+       [](const std::string& f) {
+         set_int(f, "/", "format_version", 3);
+         H5Adelete(h5_file(f).id, "digest");
+       },
+       "says 3, but dataset /model/wte carries format 4's content hash: the version was lowered"},
+      {"version lowered to 2, digest deleted",
+       [](const std::string& f) {
+         set_int(f, "/", "format_version", 2);
+         H5Adelete(h5_file(f).id, "digest");
+       },
+       "says 2, but dataset /model/wte carries format 4's content hash"},
+      {"version lowered to 1, digest deleted",
+       [](const std::string& f) {
+         set_int(f, "/", "format_version", 1);
+         H5Adelete(h5_file(f).id, "digest");
+       },
+       "says 1, which has no content hashes, but dataset /model/wte carries one"},
+      {"hashes deleted and the version lowered to 1",
+       [](const std::string& f) {
+         make_format_1(f);
+         set_int(f, "/", "format_version", 1);
+       },
+       "it is a format-1 checkpoint: its tensors have no content hashes"},
+      // One object under two names: a moment's values standing in for the other moment's.
+      {"a hard link where a dataset belongs",
+       [](const std::string& f) {
+         h5_file h(f);
+         REQUIRE(H5Ldelete(h.id, "/moment2/wte", H5P_DEFAULT) >= 0);
+         REQUIRE(H5Lcreate_hard(h.id, "/moment1/wte", h.id, "/moment2/wte", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+       },
+       "dataset /moment1/wte is one object under 2 names"},
+      {"a hard link where a group belongs",
+       [](const std::string& f) {
+         h5_file h(f);
+         REQUIRE(H5Ldelete(h.id, "/moment2", H5P_DEFAULT) >= 0);
+         REQUIRE(H5Lcreate_hard(h.id, "/moment1", h.id, "/moment2", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+       },
+       "group /moment1 is one object under 2 names"},
+      {"a LayerNorm's weight and bias swapped in all four roles",
+       [](const std::string& f) { swap_in_every_role(f, "h0.ln1.weight", "h0.ln1.bias"); },
+       "dataset /model/h0.ln1.weight holds the values written as /model/h0.ln1.bias: two tensors were swapped"},
+      {"an option edited", [](const std::string& f) { set_attribute_double(f, "/config", "lr", 1e-2); },
+       "its /digest does not match its attributes"},
+      {"the loss scale edited", [](const std::string& f) { set_attribute_double(f, "/loss_scaler", "scale", 2.0); },
+       "its /digest does not match its attributes"},
       {"not a kamp checkpoint", [](const std::string& f) { set_string(f, "/", "format", "my-trainer"); },
        "not a kamp checkpoint"},
       {"missing dataset", [](const std::string& f) { remove_object(f, "/master/h0.attn.qkv.weight"); },
@@ -424,12 +508,17 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
     CHECK_THAT(error, kamp::test::contains(c.expected));
     require_same_state(target.state(), before);
   }
-  // A version-1 file (no content hashes) is still read, and checked without them.
+  // A genuine version-1 file (no content hashes) is read when asked for, checked without them.
   {
     const std::string file = dir / "version1.h5";
     write_bytes(file, valid_bytes);
+    make_format_1(file);
     set_int(file, "/", "format_version", 1);
-    CHECK(load_error(file, target).empty());
+    kamp::checkpoint_read_options unhashed;
+    unhashed.accept_unhashed = true;
+    const kamp::training_state loaded = kamp::read_checkpoint(file, unhashed);
+    CHECK(loaded.format_version == 1);
+    require_same_state(loaded, source.state());
   }
   // The undamaged file loads, so every error above came from its damage.
   REQUIRE(load_error(valid, target).empty());

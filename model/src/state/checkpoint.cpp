@@ -95,6 +95,45 @@ void read_scaler(hid_t group, loss_scale_state& s) {
   });
 }
 
+// Format 4's digest: one hash over the file's description (every attribute a reader uses, the
+// format version among them) and its table of contents (each dataset's path and content hash),
+// so an edited counter, option or version, or a dataset hash moved between names, is found.
+struct digest_text {
+  std::string text;
+  void operator()(const char* name, std::int64_t v) { text += std::string(name) + "=" + std::to_string(v) + ";"; }
+  void operator()(const char* name, std::uint64_t v) { text += std::string(name) + "=" + std::to_string(v) + ";"; }
+  void operator()(const char* name, int v) { (*this)(name, std::int64_t(v)); }
+  void operator()(const char* name, bool v) { (*this)(name, std::int64_t(v)); }
+  void operator()(const char* name, double v) {
+    char exact[40];  // hexadecimal: every double once, whatever the locale
+    std::snprintf(exact, sizeof exact, "%a", v);
+    text += std::string(name) + "=" + exact + ";";
+  }
+  void operator()(const char* name, float v) { (*this)(name, double(v)); }
+  void operator()(const char* name, const std::string& v) {
+    text += std::string(name) + "=" + std::to_string(v.size()) + ":" + v + ";";
+  }
+};
+
+// `tensors`: each dataset's path and stored content hash, in the order of the table of contents.
+std::uint64_t digest(const training_state& s, const std::string& kamp_version,
+                     const std::vector<std::pair<std::string, std::uint64_t>>& tensors) {
+  digest_text d;
+  d("format_version", checkpoint_format_version);
+  d("kamp_version", kamp_version);
+  d("mode", std::string(name(s.policy.mode)));
+  d("pure_bf16_update", std::string(name(s.policy.update)));
+  d("fp32_layers", join(s.policy.fp32_layers));
+  d("step", s.steps_taken);
+  d("attempts", s.attempts);
+  d("run_config", s.run_config);
+  detail::for_each_field(s.model, d);
+  detail::for_each_option(s.options, d);
+  detail::for_each_scaler_field(s.scaler, d);
+  for (const auto& [path, hash] : tensors) d(path.c_str(), hash);
+  return h5::sequential_content_hash(d.text.data(), d.text.size());
+}
+
 void check_tensor_sizes(const training_state& state, const tensor_table& table) {
   if (!state.slice.whole() && (state.slice.first > state.slice.last || state.slice.last > table.flat_size()))
     throw std::invalid_argument("kamp::write_checkpoint: the state's slice is not inside the parameter table");
@@ -161,6 +200,16 @@ void write_file(const std::string& path, const training_state& state, const dist
           h5::content_hash(start_of(t.bytes.data(), e, part, held, size_of(t.type)), t.type, part.first, part.size()));
     }
   ranks.sum(hashes);
+  std::vector<std::pair<std::string, std::uint64_t>> contents;
+  {
+    auto hash = hashes.begin();
+    for (const auto& t : state.tensors)
+      for (const auto& e : table.entries()) {
+        const std::string where = t.role + "/" + e.name;
+        *hash += h5::identity_hash(where, t.type, e.shape);
+        contents.emplace_back(where, *hash++);
+      }
+  }
   std::optional<h5::collective_failures> collective;
   if (ranks.distributed()) collective.emplace(&end_the_job, &ranks);
   h5::handle file = create(path, ranks);
@@ -175,6 +224,7 @@ void write_file(const std::string& path, const training_state& state, const dist
   // loader" wants to see: the next training window's counter.
   h5::write_attribute(root, "data_position", state.attempts * state.options.micro_batches);
   h5::write_attribute(root, "run_config", state.run_config);
+  h5::write_attribute(root, "digest", digest(state, KAMP_VERSION, contents));
   {
     h5::handle config = h5::create_group(root, "config");
     detail::for_each_field(state.model, attribute_writer{config.get()});
@@ -230,15 +280,23 @@ std::string not_a_regular_file(const std::string& path) {
   }
 }
 
-// A format-3 dataset's stored hash and this rank's part of the recomputed one.
+// A dataset's stored content hash and what this rank recomputes of it: its part of the
+// position-keyed sum (formats 3 and 4, summed over the ranks), the identity term format 4 adds,
+// and for a whole read of format 2 the sequential hash.
 struct dataset_hash {
   std::string where;
-  std::uint64_t stored, part;
+  std::uint64_t stored, part, identity;
+  std::optional<std::uint64_t> sequential;
 };
 
-// Opens `path` after checking that it is a kamp checkpoint of a format version this kamp reads;
-// returns the file and the version.
-std::pair<h5::handle, std::int64_t> open_checkpoint(const std::string& path) {
+// What a file says of itself, checked before any tensor is read.
+struct file_header {
+  h5::handle file;
+  std::int64_t version;
+};
+
+// Opens `path` after checking that it is a kamp checkpoint of a format version this kamp reads.
+file_header open_checkpoint(const std::string& path) {
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw checkpoint_error(not_a_regular_file(path));
   h5::handle file = h5::open_file(path);
@@ -247,21 +305,38 @@ std::pair<h5::handle, std::int64_t> open_checkpoint(const std::string& path) {
     throw checkpoint_error("it is an HDF5 file but not a kamp checkpoint (attribute /format is not '" +
                            std::string(format_name) + "')");
   const std::int64_t version = h5::read_int_attribute(root, "format_version", "/");
-  // Version 1 is version 2 without the per-tensor content hashes: still read, checked without
-  // them. Version 2 hashes each dataset's bytes in sequence (checked on whole reads only).
   if (version < 1 || version > checkpoint_format_version)
     throw checkpoint_error("it has format version " + std::to_string(version) + " (written by kamp " +
                            h5::read_string_attribute(root, "kamp_version", "/") + "); this kamp " + KAMP_VERSION +
                            " reads versions 1 to " + std::to_string(checkpoint_format_version) +
                            " only: resume with the kamp that wrote it");
+  // Only format 4 has a digest: one in an older file means its version was lowered.
+  if (version < 4 && h5::has_attribute(root, "digest"))
+    throw checkpoint_error("its format_version attribute says " + std::to_string(version) +
+                           ", but it carries format 4's /digest: the version was lowered (the file was edited)");
   return {std::move(file), version};
+}
+
+// Format 1 has no content hashes. A hash on a dataset of a file that says 1 means its version was
+// lowered; a genuine one is read only when asked for, since nothing verifies its values.
+void check_unhashed(hid_t set, const std::string& where, std::int64_t version, const checkpoint_read_options& options) {
+  if (version != 1) return;
+  if (h5::has_attribute(set, "content_hash"))
+    throw checkpoint_error("its format_version attribute says 1, which has no content hashes, but dataset " + where +
+                           " carries one: the version was lowered (the file was edited)");
+  if (!options.accept_unhashed)
+    throw checkpoint_error(
+        "it is a format-1 checkpoint: its tensors have no content hashes, so a zeroed or rewritten chunk could not be "
+        "found. Read it only if you trust the file: kamp-train --accept-unhashed-checkpoint, kamp-inspect "
+        "--accept-unhashed (checkpoint_read_options::accept_unhashed); saving it again writes a verifiable file");
 }
 
 // Everything of the state but its tensors: the counters, the run's configuration (validated)
 // and the loss scaler.
-training_state read_description(hid_t root) {
+training_state read_description(hid_t root, std::int64_t version) {
   training_state s;
   s.kamp_version = h5::read_string_attribute(root, "kamp_version", "/");
+  s.format_version = version;
   const attribute_reader root_reader{root, "/"};
   root_reader("step", s.steps_taken);
   root_reader("attempts", s.attempts);
@@ -300,9 +375,8 @@ void check_tensor_count(hid_t root, const gpt_config& model) {
                            " tensors), but /model holds " + std::to_string(info.nlinks) + " objects");
 }
 
-// Elements `held` of each of the state's tensors (role `role`, element type `type`), every
-// dataset opened (its type and shape checked) first. Format 3's content hashes are left to the
-// caller in `hashes`; format 2's are checked here on whole reads.
+// Elements `held` of each of the state's tensors (role `role`, element type `type`); their
+// content hashes are left to the caller in `hashes` (formats 2 to 4).
 state_tensor read_tensor(hid_t root, const std::string& role, dtype type, const tensor_table& table,
                          const element_range& held, bool whole, std::int64_t version,
                          std::vector<dataset_hash>& hashes) {
@@ -315,26 +389,30 @@ state_tensor read_tensor(hid_t root, const std::string& role, dtype type, const 
     const element_range part = part_of(e, held);
     unsigned char* out = start_of(t.bytes.data(), e, part, held, width);
     if (!part.empty()) h5::read_elements(set, type, e.shape, out, part, where);
-    if (version == 3) {
-      hashes.push_back({where, h5::read_uint_attribute(set.get(), "content_hash", where),
-                        h5::content_hash(out, type, part.first, part.size())});
-    } else if (version == 2 && whole &&
-               h5::read_uint_attribute(set.get(), "content_hash", where) !=
-                   h5::sequential_content_hash(out, e.size * width)) {
-      throw checkpoint_error("dataset " + where +
-                             " does not hold the values that were written (content hash "
-                             "mismatch: a chunk was zeroed or rewritten with a valid checksum)");
-    }
+    if (version == 1) continue;
+    hashes.push_back(
+        {where, h5::read_uint_attribute(set.get(), "content_hash", where),
+         h5::content_hash(out, type, part.first, part.size()), h5::identity_hash(role + "/" + e.name, type, e.shape),
+         version == 2 && whole ? std::optional(h5::sequential_content_hash(out, e.size * width)) : std::nullopt});
   }
   return t;
 }
 
-// Reads elements `slice` of every tensor; the format-3 content hashes are left to the caller
-// (summed over the ranks first), the others are checked here.
-training_state read_file(const std::string& path, element_range slice, std::vector<dataset_hash>& hashes) {
+// What a read found besides the state: the datasets' hashes to check (after the ranks have
+// summed their parts) and, for format 4, whether the digest matched.
+struct read_result {
+  training_state state;
+  std::vector<dataset_hash> hashes;
+  bool digest_matches = true;
+};
+
+// Reads elements `slice` of every tensor; the content hashes and the digest are left to the
+// caller, which checks them after the ranks have summed their parts.
+read_result read_file(const std::string& path, element_range slice, const checkpoint_read_options& options) {
   const auto [file, version] = open_checkpoint(path);
   const hid_t root = file.get();
-  training_state s = read_description(root);
+  read_result r{read_description(root, version), {}, true};
+  training_state& s = r.state;
   check_tensor_count(root, s.model);
   const tensor_table table = s.model.parameter_table();
   if (!slice.whole() && (slice.first >= slice.last || slice.last > table.flat_size()))
@@ -349,13 +427,43 @@ training_state read_file(const std::string& path, element_range slice, std::vect
       throw checkpoint_error("group /" + role + " is missing: " + name(s.policy.mode) + " checkpoints hold " +
                              name(type) + " " + role + " tensors");
     h5::handle group = h5::open_group(root, role, "/" + role);
-    for (const auto& e : table.entries())
-      h5::open_dataset(group.get(), e.name, type, e.shape, "/" + role + "/" + e.name);
+    for (const auto& e : table.entries()) {
+      const std::string where = "/" + role + "/" + e.name;
+      check_unhashed(h5::open_dataset(group.get(), e.name, type, e.shape, where).get(), where, version, options);
+    }
   }
   for (const auto& [role, type] : layout)
     s.tensors.push_back(
-        read_tensor(root, role, type, table, slice.within(table.flat_size()), slice.whole(), version, hashes));
-  return s;
+        read_tensor(root, role, type, table, slice.within(table.flat_size()), slice.whole(), version, r.hashes));
+  if (version == 4) {
+    std::vector<std::pair<std::string, std::uint64_t>> contents;
+    for (const auto& h : r.hashes) contents.emplace_back(h.where.substr(1), h.stored);
+    r.digest_matches = h5::read_uint_attribute(root, "digest", "/") == digest(s, s.kamp_version, contents);
+  }
+  return r;
+}
+
+// Why dataset `h` (its parts summed into `sum`) fails format `version`'s check; empty when it
+// passes. A hash that is another format's, or another tensor's, says what was edited.
+std::string hash_problem(const dataset_hash& h, std::uint64_t sum, std::int64_t version,
+                         const std::vector<dataset_hash>& all) {
+  const bool format4 = h.stored == sum + h.identity, format3 = h.stored == sum;
+  const bool format2 = h.sequential && h.stored == *h.sequential;
+  const bool checked = version != 2 || h.sequential;
+  if (!checked || (version == 4 && format4) || (version == 3 && format3) || (version == 2 && format2)) return {};
+  const std::string said =
+      "its format_version attribute says " + std::to_string(version) + ", but dataset " + h.where + " carries format ";
+  if (format4) return said + "4's content hash: the version was lowered (the file was edited)";
+  if (format3) return said + "3's content hash: the version was changed (the file was edited)";
+  if (format2) return said + "2's content hash: the version was changed (the file was edited)";
+  if (version == 4)
+    for (const auto& other : all)
+      if (&other != &h && h.stored == sum + other.identity)
+        return "dataset " + h.where + " holds the values written as " + other.where +
+               ": two tensors were swapped or renamed (the file was edited)";
+  return "dataset " + h.where +
+         " does not hold the values that were written (content hash mismatch: a chunk was zeroed or rewritten with "
+         "a valid checksum)";
 }
 
 }  // namespace
@@ -405,33 +513,40 @@ void write_checkpoint(const std::string& path, const training_state& state, cons
   throw checkpoint_error(problem);
 }
 
-training_state read_checkpoint(const std::string& path) { return read_checkpoint(path, dist::communicator(), {}); }
+training_state read_checkpoint(const std::string& path, const checkpoint_read_options& options) {
+  return read_checkpoint(path, dist::communicator(), {}, options);
+}
 
-training_state read_checkpoint(const std::string& path, const dist::communicator& ranks, element_range slice) {
+training_state read_checkpoint(const std::string& path, const dist::communicator& ranks, element_range slice,
+                               const checkpoint_read_options& options) {
   // Every rank reads its own slice; all of them succeed or all throw (the hashes are summed over
   // the ranks, a collective none may leave waiting).
-  training_state s;
-  std::vector<dataset_hash> hashes;
+  read_result r;
   const std::string unread = dist::agree<checkpoint_error>(
       ranks, "another rank could not read its part of it (its message is in the job's standard error)",
-      [&] { s = read_file(path, slice, hashes); });
+      [&] { r = read_file(path, slice, options); });
   if (!unread.empty()) throw checkpoint_error("checkpoint '" + path + "': " + unread);
+  training_state& s = r.state;
   std::vector<std::uint64_t> sums;
-  for (const auto& h : hashes) sums.push_back(h.part);
+  for (const auto& h : r.hashes) sums.push_back(h.part);
   // The parts add up to a dataset's hash only when the ranks' slices cover the flat buffers.
   const std::size_t flat = s.model.parameter_table().flat_size();
   const bool covered = slice.whole() || ranks.sum(double(slice.size())) == double(flat);
   if (!slice.whole()) ranks.sum(sums);
-  for (std::size_t i = 0; covered && i < hashes.size(); ++i)
-    if (sums[i] != hashes[i].stored)
-      throw checkpoint_error("checkpoint '" + path + "': dataset " + hashes[i].where +
-                             " does not hold the values that were written (content hash mismatch: a chunk was "
-                             "zeroed or rewritten with a valid checksum)");
+  for (std::size_t i = 0; covered && i < r.hashes.size(); ++i) {
+    const std::string problem = hash_problem(r.hashes[i], sums[i], s.format_version, r.hashes);
+    if (!problem.empty()) throw checkpoint_error("checkpoint '" + path + "': " + problem);
+  }
   // The same verdict for kamp-inspect as for a resume: a state no trainer could have produced
   // is refused here, not only when a run restores it.
   const std::string invalid = dist::agree<std::invalid_argument>(
       ranks, "another rank's part of it is not a valid state", [&] { check_state(s, s.model.parameter_table()); });
   if (!invalid.empty()) throw checkpoint_error("checkpoint '" + path + "': " + invalid);
+  // Last, so that an edit the checks above name precisely is reported by them.
+  if (!r.digest_matches)
+    throw checkpoint_error("checkpoint '" + path +
+                           "': its /digest does not match its attributes and table of contents: an attribute "
+                           "(a counter, an option, the loss scaler) or a dataset's hash was edited");
   return s;
 }
 

@@ -62,8 +62,9 @@ void for_each_run_field(A& a, B& b, F&& f) {
   static_assert(std::is_same_v<std::remove_const_t<A>, training_state> &&
                 std::is_same_v<std::remove_const_t<B>, training_state>);
   // A new member of training_state stops the build here until it is listed below (or is a
-  // tensor's): ten members, in declaration order.
-  auto& [model, policy, options, steps_taken, attempts, scaler, tensors, slice, run_config, kamp_version] = a;
+  // tensor's): eleven members, in declaration order.
+  auto& [model, policy, options, steps_taken, attempts, scaler, tensors, slice, run_config, kamp_version,
+         format_version] = a;
   f(model, b.model);
   f(policy, b.policy);
   f(options, b.options);
@@ -72,6 +73,7 @@ void for_each_run_field(A& a, B& b, F&& f) {
   f(scaler, b.scaler);
   f(run_config, b.run_config);
   f(kamp_version, b.kamp_version);
+  f(format_version, b.format_version);
   (void)tensors;
   (void)slice;
 }

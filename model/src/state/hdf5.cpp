@@ -189,11 +189,32 @@ handle create_group(hid_t parent, const std::string& name) {
                  "creating group '" + name + "'");
 }
 
+namespace {
+// kamp writes every object under one name. A second hard link makes one object two tensors (or
+// two roles), whose values then agree however they were edited.
+void refuse_second_names(hid_t object, const std::string& what) {
+#if H5_VERSION_GE(1, 12, 0)
+  H5O_info2_t info;
+  check(H5Oget_info3(object, &info, H5O_INFO_BASIC), "reading the object header of " + what);
+#else
+  H5O_info_t info;
+  check(H5Oget_info2(object, &info, H5O_INFO_BASIC), "reading the object header of " + what);
+#endif
+  if (info.rc != 1)
+    throw checkpoint_error(what + " is one object under " + std::to_string(info.rc) +
+                           " names (HDF5 hard links): kamp writes each object once, so the file was edited");
+}
+}  // namespace
+
 handle open_group(hid_t parent, const std::string& name, const std::string& path_for_messages) {
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0)
     throw checkpoint_error("group " + path_for_messages + " is missing");
-  return checked(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, "opening group " + path_for_messages);
+  handle group = checked(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, "opening group " + path_for_messages);
+  refuse_second_names(group.get(), "group " + path_for_messages);
+  return group;
 }
+
+bool has_attribute(hid_t object, const std::string& name) { return H5Aexists(object, name.c_str()) > 0; }
 
 namespace {
 void write_number(hid_t object, const std::string& name, hid_t file_type, hid_t memory_type, const void* value) {
@@ -280,14 +301,23 @@ std::uint64_t sequential_content_hash(const void* data, std::size_t bytes) {
   return h;
 }
 
+namespace {
+// SplitMix64's finalizer: each input maps to an unrelated 64-bit word.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+std::uint64_t identity_hash(const std::string& path, dtype t, const std::vector<std::size_t>& shape) {
+  std::string identity = path + " " + kamp::name(t);
+  for (const std::size_t d : shape) identity += " " + std::to_string(d);
+  return mix(sequential_content_hash(identity.data(), identity.size()));
+}
+
 std::uint64_t content_hash(const void* data, dtype t, std::size_t first, std::size_t count) {
-  // SplitMix64's finalizer: each (position, value) pair maps to an unrelated 64-bit word.
-  const auto mix = [](std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  };
   const std::size_t width = size_of(t);
   if (width != 2 && width != 4)
     throw std::invalid_argument(std::string("kamp: checkpoint tensors are 16- or 32-bit, not ") + kamp::name(t));
@@ -390,6 +420,7 @@ handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::v
   if (link.type != H5L_TYPE_HARD)
     throw checkpoint_error(where + " is a link to another object, not a dataset of its own: the file was edited");
   handle set = checked(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + where);
+  refuse_second_names(set.get(), "dataset " + where);
   handle type = checked(H5Dget_type(set.get()), H5Tclose, where + ": reading its type");
   if (H5Tequal(type.get(), file_type(t).get()) <= 0)
     throw checkpoint_error("dataset " + where + " is " + describe_type(type.get()) + ", expected " +

@@ -64,7 +64,10 @@ std::string describe_type(hid_t type);
 handle create_file(const std::string& path);
 handle open_file(const std::string& path);
 handle create_group(hid_t parent, const std::string& name);
+/// Opens group `name` after checking it exists under that one name (a hard link giving one group
+/// two names is refused, as open_dataset refuses a dataset's).
 handle open_group(hid_t parent, const std::string& name, const std::string& path_for_messages);
+bool has_attribute(hid_t object, const std::string& name);
 
 void write_attribute(hid_t object, const std::string& name, std::int64_t value);
 void write_attribute(hid_t object, const std::string& name, std::uint64_t value);
@@ -87,14 +90,19 @@ handle create_parallel_file(const std::string& path, MPI_Comm comm);
 /// attribute `content_hash`.
 void write_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                    const void* data, element_range part, std::uint64_t hash, bool collective);
-/// Opens dataset `name` after checking it exists with element type `t` and `shape`; each
-/// problem throws naming `where`.
+/// Opens dataset `name` after checking it exists with element type `t` and `shape`, under that
+/// one name (not a soft link to another object, nor one object reachable under two names through
+/// hard links); each problem throws naming `where`.
 handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                     const std::string& where);
 /// The content hash of format 3: Σ mix(i · 2^32 + bits of element i) mod 2^64 over elements
 /// `first` ... `first + count - 1` of a dataset (their values at `data`), so that the ranks' parts
 /// add up to the whole dataset's hash. Position-keyed: a zeroed chunk or swapped values change it.
 std::uint64_t content_hash(const void* data, dtype t, std::size_t first, std::size_t count);
+/// What a dataset is, as a term of format 4's content hash: its path in the file (role and tensor
+/// name), element type and shape, so that a tensor's values stored under another tensor's name
+/// (two tensors of one shape swapped) no longer match the hash written for that name.
+std::uint64_t identity_hash(const std::string& path, dtype t, const std::vector<std::size_t>& shape);
 /// Format 2's content hash: FNV-1a (64-bit) of all the dataset's bytes.
 std::uint64_t sequential_content_hash(const void* data, std::size_t bytes);
 /// Reads `part` of a dataset opened by open_dataset into `out`; a failed checksum throws naming

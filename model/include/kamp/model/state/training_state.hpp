@@ -39,8 +39,9 @@ struct training_state {
   /// The elements of the flat buffers `tensors` hold: all of them, or in a data-parallel run
   /// one rank's shard (no rank holds the whole state; checkpoints are written and read in slices).
   element_range slice;
-  std::string run_config;    ///< the application's own settings (kamp-train: all its options, TOML)
-  std::string kamp_version;  ///< set by read_checkpoint: the kamp that wrote the file
+  std::string run_config;           ///< the application's own settings (kamp-train: all its options, TOML)
+  std::string kamp_version;         ///< set by read_checkpoint: the kamp that wrote the file
+  std::int64_t format_version = 0;  ///< set by read_checkpoint: the file's checkpoint format version
 };
 
 /// The tensors a trainer in this precision mode keeps (role and element type), in the order
