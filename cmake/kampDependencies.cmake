@@ -32,79 +32,11 @@ endif()
 message(STATUS "kamp: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}, backends: ${KAMP_KOKKOS_BACKENDS}, "
                "C++ standard: ${kamp_kokkos_std}")
 
-# Optional dependencies, each found automatically and switchable off. AUTO: use when found;
-# ON: required; OFF: never.
-function(kamp_optional_dependency name package purpose)
-  set(KAMP_ENABLE_${name} AUTO CACHE STRING "Use ${package} for ${purpose} (AUTO, ON, OFF)")
-  set_property(CACHE KAMP_ENABLE_${name} PROPERTY STRINGS AUTO ON OFF)
-  set(found OFF)
-  if(NOT KAMP_ENABLE_${name} STREQUAL "OFF")
-    if(KAMP_ENABLE_${name} STREQUAL "ON")
-      find_package(${package} ${ARGN} REQUIRED)
-    else()
-      find_package(${package} ${ARGN} QUIET)
-    endif()
-    set(found ${${package}_FOUND})
-  endif()
-  set(KAMP_HAVE_${name} ${found} PARENT_SCOPE)
-  set(${package}_VERSION ${${package}_VERSION} PARENT_SCOPE)
-  string(STRIP "${package} ${${package}_VERSION}" what)
-  message(STATUS "kamp: ${what} for ${purpose}: ${found}")
-endfunction()
+# Optional dependencies: kamp_optional_dependency(NAME PACKAGE PURPOSE [find_package args]).
+include(kampOptionalDependency)
 
-# Data-parallel training (kamp::dist) uses MPI's C API; without MPI it is one process only.
-kamp_optional_dependency(MPI MPI "data parallelism" COMPONENTS C)
-if(NOT KAMP_HAVE_MPI AND NOT KAMP_ENABLE_MPI STREQUAL "OFF")
-  message(WARNING "kamp: no MPI found: kamp::dist runs one process only and the mpi tests are not built. "
-                  "Install one (Debian: libopenmpi-dev openmpi-bin) or point MPI_C_COMPILER at its mpicc.")
-endif()
-
-# Checkpoints are HDF5 files. With MPI, kamp takes the parallel library (Debian's
-# libhdf5-openmpi-dev): every rank writes its slices of a checkpoint into the one file
-# (docs/checkpoint.md). Without MPI one process writes, with either library.
-if(KAMP_HAVE_MPI)
-  set(HDF5_PREFER_PARALLEL TRUE)
-  if(NOT DEFINED HDF5_DIR AND NOT DEFINED HDF5_ROOT AND NOT DEFINED ENV{HDF5_ROOT})
-    # Where each flavour has its own package file (Debian's HDF5 2), FindHDF5 would take the
-    # serial one it finds first: name the parallel one. Elsewhere, the compiler wrapper (h5pcc).
-    find_path(KAMP_PARALLEL_HDF5_DIR hdf5-config.cmake
-              PATH_SUFFIXES lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/hdf5_openmpi
-                            lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/hdf5_mpich lib/cmake/hdf5_openmpi
-                            lib/cmake/hdf5_mpich)
-    if(KAMP_PARALLEL_HDF5_DIR)
-      set(HDF5_DIR "${KAMP_PARALLEL_HDF5_DIR}")
-    else()
-      set(HDF5_NO_FIND_PACKAGE_CONFIG_FILE TRUE)
-    endif()
-  endif()
-endif()
-find_package(HDF5 REQUIRED COMPONENTS C)
-if(HDF5_VERSION VERSION_LESS 1.10)
-  message(FATAL_ERROR "kamp's checkpoints need HDF5 1.10 or newer, found ${HDF5_VERSION}. "
-                      "Point HDF5_ROOT at a newer installation (Debian: libhdf5-dev).")
-endif()
-set(KAMP_HAVE_PARALLEL_HDF5 OFF)
-if(KAMP_HAVE_MPI)
-  # Ranks write their shards of a checkpoint into one file; no rank holds the whole state.
-  if(NOT HDF5_IS_PARALLEL)
-    string(CONCAT kamp_serial_hdf5 "the HDF5 found (${HDF5_INCLUDE_DIRS}) is serial, and kamp's ranks write their "
-           "checkpoint shards with parallel HDF5. Install one (Debian: libhdf5-openmpi-dev; a cluster's hdf5 MPI "
-           "module) or point HDF5_C_COMPILER_EXECUTABLE at its h5pcc")
-    if(KAMP_ENABLE_MPI STREQUAL "ON")
-      message(FATAL_ERROR "kamp: KAMP_ENABLE_MPI=ON, but ${kamp_serial_hdf5}; or build with -DKAMP_ENABLE_MPI=OFF.")
-    endif()
-    message(WARNING "kamp: MPI found, but ${kamp_serial_hdf5}. Building without MPI (one process only).")
-    set(KAMP_HAVE_MPI OFF)
-  endif()
-endif()
-if(KAMP_HAVE_MPI)
-  if(HDF5_VERSION VERSION_LESS 1.10.2)
-    message(FATAL_ERROR "kamp: parallel HDF5 ${HDF5_VERSION} cannot write checksummed (filtered) datasets in "
-                        "parallel; that needs 1.10.2 or newer.")
-  endif()
-  set(KAMP_HAVE_PARALLEL_HDF5 ON)
-endif()
-message(STATUS "kamp: HDF5 ${HDF5_VERSION} (parallel: ${KAMP_HAVE_PARALLEL_HDF5}): ${HDF5_INCLUDE_DIRS}")
+# MPI and HDF5 (the parallel library with MPI, else a fallback without MPI).
+include(kampHdf5)
 
 # Vendor GEMM paths ("TPLs"); without them the portable kernel runs.
 # Kokkos Kernels usually sits in Kokkos' prefix; look there too (config mode).

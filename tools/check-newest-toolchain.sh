@@ -10,13 +10,12 @@
 # Arguments go to ctest.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/chroot.sh"
 
 [ "$(id -u)" -eq 0 ] || kamp_die "the newest-toolchain leg needs root (debootstrap, chroot)" "run it as root, as CI does"
 root="$KAMP_CACHE_DIR/sid-root"
 mirror=${KAMP_SID_MIRROR:-http://deb.debian.org/debian}
 log="$KAMP_CACHE_DIR/sid.log"
-# sid's Release file is past its Valid-Until date on this registry.
-apt_opts=(-o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -y -qq)
 packages=(g++ cmake ninja-build pkg-config binutils ccache libkokkos-dev libhdf5-dev libhdf5-openmpi-dev hdf5-tools catch2 libdnnl-dev
           libopenblas-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libbenchmark-dev python3-h5py)
 # Kokkos 4: Trilinos' Kokkos and Kokkos Kernels with their runtime libraries and the TPL files
@@ -30,56 +29,23 @@ skip() {
   echo "CI: ######## NEWEST-TOOLCHAIN LEG NOT RUN: $1 (log: $log) ########"
   exit 0
 }
-mounts=()
-unmount_all() {
-  local i
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "${mounts[$i]}" 2>/dev/null || umount -l "${mounts[$i]}" || true; done
-  mounts=()
-}
-trap unmount_all EXIT
-bind() {  # bind SOURCE TARGET [ro]
-  mkdir -p "$2"
-  mount --bind "$1" "$2"
-  mounts+=("$2")
-  [ "${3:-}" = ro ] && mount -o remount,bind,ro "$2"
-  return 0
-}
-in_root() {
-  chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-    CCACHE_DIR=/ccache DEBIAN_FRONTEND=noninteractive "$@"
-}
-# Mounts below the chroot, deepest first (a killed run leaves its bind mounts behind).
-mounts_below() { awk -v r="$1/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r; }
-# Removing a chroot with /proc or /dev still bound below it would delete the host's.
-remove_root() {
-  local m
-  for m in $(mounts_below "$1"); do umount "$m" || umount -l "$m"; done
-  if [ -n "$(mounts_below "$1")" ]; then
-    kamp_die "something is still mounted below $1" "unmount it (grep $1 /proc/self/mountinfo), then rerun"
-  fi
-  rm -rf --one-file-system "$1"
-}
+trap kamp_unmount_all EXIT
+in_root() { kamp_in_root "$root" CCACHE_DIR=/ccache "$@"; }
 
 # One run at a time per cache: CI jobs may share it, and a run unmounts and rebuilds in place.
 mkdir -p "$KAMP_CACHE_DIR"
 exec 8>"$KAMP_CACHE_DIR/.sid.lock"
 flock 8
-for leftover in $(mounts_below "$root"); do umount "$leftover" || umount -l "$leftover"; done
+kamp_unmount_below "$root"
 
 if [ ! -f "$root/.kamp-recipe" ] || [ "$(cat "$root/.kamp-recipe")" != "$recipe" ]; then
   kamp_step "building the Debian sid chroot in $root (once; kept in the setup cache)"
-  (kamp_apt_install debootstrap) || skip "debootstrap could not be installed"
-  remove_root "$root"
   t0=$(date +%s)
-  debootstrap --variant=minbase sid "$root" "$mirror" >"$log" 2>&1 || skip "debootstrap of Debian sid from $mirror failed"
-  bind /proc "$root/proc"
-  bind /dev "$root/dev"
-  { in_root apt-get "${apt_opts[@]}" update && in_root apt-get "${apt_opts[@]}" install "${packages[@]}"; } >>"$log" 2>&1 \
-    || { unmount_all; remove_root "$root"; skip "apt-get could not install sid's packages"; }
-  in_root sh -ec "mkdir -p /tmp/debs $kokkos4; cd /tmp/debs; apt-get ${apt_opts[*]} download ${kokkos4_debs[*]};
+  kamp_chroot_build "$root" sid "$mirror" "$log" "${packages[@]}" || skip "$kamp_chroot_error"
+  in_root sh -ec "mkdir -p /tmp/debs $kokkos4; cd /tmp/debs; apt-get ${kamp_chroot_apt_opts[*]} download ${kokkos4_debs[*]};
                   for deb in *.deb; do dpkg -x \$deb $kokkos4; done; rm -rf /tmp/debs" >>"$log" 2>&1 \
-    || { unmount_all; remove_root "$root"; skip "apt-get could not fetch Trilinos' Kokkos 4 packages"; }
-  unmount_all
+    || { kamp_unmount_all; kamp_remove_root "$root"; skip "apt-get could not fetch Trilinos' Kokkos 4 packages"; }
+  kamp_unmount_all
   echo "$recipe" >"$root/.kamp-recipe"
   echo "sid chroot ready in $(( $(date +%s) - t0 )) s"
 fi
@@ -91,13 +57,13 @@ for archive in libkokkosalgorithms.a libkokkossimd.a; do
 done
 in_root sh -c 'echo "sid toolchain: $(g++ --version | head -n1); $(cmake --version | head -n1); Kokkos $(dpkg-query -W -f="\${Version}" libkokkos-dev), Catch2 $(dpkg-query -W -f="\${Version}" libcatch2-dev), oneDNN $(dpkg-query -W -f="\${Version}" libdnnl-dev), HDF5 $(dpkg-query -W -f="\${Version}" libhdf5-dev), Open MPI $(dpkg-query -W -f="\${Version}" libopenmpi-dev)"'
 
-bind /proc "$root/proc"
-bind /dev "$root/dev"
-bind /sys "$root/sys" ro  # libgomp reads the CPU topology there (OMP_PLACES)
-bind "$KAMP_REPO_DIR" "$root/src/kamp" ro
+kamp_bind /proc "$root/proc"
+kamp_bind /dev "$root/dev"
+kamp_bind /sys "$root/sys" ro  # libgomp reads the CPU topology there (OMP_PLACES)
+kamp_bind "$KAMP_REPO_DIR" "$root/src/kamp" ro
 # One ccache per CPU feature set, as for the host builds (common.sh says why).
 mkdir -p "$KAMP_CACHE_DIR/ccache-sid-$kamp_cpu_kind"
-bind "$KAMP_CACHE_DIR/ccache-sid-$kamp_cpu_kind" "$root/ccache"
+kamp_bind "$KAMP_CACHE_DIR/ccache-sid-$kamp_cpu_kind" "$root/ccache"
 
 # build_and_test NAME WHAT LIBRARY-PATH CMAKE-ARGS...: a clean build of this clone in /build/NAME,
 # then every test but `long` and `stress` (and the ctest arguments given to this script), with
