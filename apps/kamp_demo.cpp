@@ -4,7 +4,11 @@
 // rounding in expectation, and kept exactly by an fp32 master weight.
 #include <kamp/kamp.hpp>
 
+#include "train/output_checks.hpp"
+
 #include <cstdio>
+#include <cstring>
+#include <optional>
 
 namespace {
 
@@ -38,10 +42,30 @@ float mean_after_updates(bool stochastic, int weights, int steps, float delta) {
   return sum / weights;
 }
 
+// kamp-demo has no options of its own; Kokkos takes its --kokkos-* ones out of argv (and prints
+// its help for --help). What is left is refused with CLI11's code for an unexpected argument
+// (109), as kamp-train and kamp-generate refuse it. Returns the exit status; none: run the demo.
+std::optional<int> check_arguments(int argc, char* argv[]) {
+  if (argc < 2) return std::nullopt;
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::printf(
+        "kamp-demo: the number formats, and what bf16 rounding does to small weight updates. Options: Kokkos' "
+        "--kokkos-* only\n");
+    return 0;
+  }
+  std::fprintf(stderr,
+               "kamp-demo: error: the argument '%s' was not expected: kamp-demo takes Kokkos' --kokkos-* options "
+               "only (e.g. --kokkos-threads=2)\n",
+               argv[1]);
+  return 109;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
   Kokkos::ScopeGuard kokkos(argc, argv);
+  if (const std::optional<int> status = check_arguments(argc, argv))
+    return kamp::app::exit_status("kamp-demo", *status);
   std::printf("kamp %s on Kokkos execution space %s\n\nFormats:\n", KAMP_VERSION_STRING,
               Kokkos::DefaultExecutionSpace::name());
   print_format<float>();
@@ -60,5 +84,5 @@ int main(int argc, char* argv[]) {
   std::printf("  bf16, stochastic rounding    %.6f   (mean of %d weights)\n", stochastic, weights);
   const bool as_expected = nearest == 1.0f && stochastic > 1.95f && stochastic < 2.05f;
   std::printf("\n%s\n", as_expected ? "demo OK" : "demo FAILED: unexpected rounding behaviour");
-  return as_expected ? 0 : 1;
+  return kamp::app::exit_status("kamp-demo", as_expected ? 0 : 1);
 }

@@ -10,6 +10,9 @@
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
+#include "train/option_checks.hpp"
+#include "train/output_checks.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,11 +25,12 @@ struct generate_settings {
   std::string checkpoint = "auto", checkpoint_dir = "checkpoints", prompt = "the ";
   int tokens = 200;
   kamp::sampling_options sampling{0.8f, 0, 0};
+  kamp::checkpoint_read_options reading;
 };
 
 // The checkpoint --checkpoint names: a file, or the newest in the directory that loads.
 std::pair<std::string, kamp::training_state> load(const generate_settings& s) {
-  if (s.checkpoint != "auto") return {s.checkpoint, kamp::read_checkpoint(s.checkpoint)};
+  if (s.checkpoint != "auto") return {s.checkpoint, kamp::read_checkpoint(s.checkpoint, s.reading)};
   if (!std::filesystem::is_directory(s.checkpoint_dir))
     throw std::invalid_argument("--checkpoint auto: there is no directory '" + s.checkpoint_dir +
                                 "'; train first (kamp-train writes checkpoints there), or name a --checkpoint-dir "
@@ -34,7 +38,7 @@ std::pair<std::string, kamp::training_state> load(const generate_settings& s) {
   const kamp::checkpoint_directory dir(s.checkpoint_dir, 1);
   for (const std::string& path : dir.list()) {
     try {
-      return {path, kamp::read_checkpoint(path)};
+      return {path, kamp::read_checkpoint(path, s.reading)};
     } catch (const kamp::checkpoint_error& e) {
       std::fprintf(stderr, "kamp-generate: skipping %s: %s\n", path.c_str(), e.what());
     }
@@ -46,7 +50,6 @@ std::pair<std::string, kamp::training_state> load(const generate_settings& s) {
 int run(const generate_settings& s) {
   // The options first: a bad one must not cost a checkpoint read or leave the prompt on stdout.
   s.sampling.validate(256);
-  if (s.prompt.empty()) throw std::invalid_argument("--prompt needs at least one byte to start from");
   if (s.tokens < 0) throw std::invalid_argument("--tokens must be >= 0, got " + std::to_string(s.tokens));
   const auto [path, state] = load(s);
   kamp::gpt_decoder<> decoder(state.model, state.policy);
@@ -62,7 +65,7 @@ int run(const generate_settings& s) {
   const auto start = std::chrono::steady_clock::now();
   kamp::generate(decoder, s.prompt, s.tokens, s.sampling, [](char c) {
     std::fputc(c, stdout);
-    std::fflush(stdout);
+    kamp::app::flush_or_throw(stdout, "the standard output");
   });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fputc('\n', stdout);
@@ -83,24 +86,30 @@ int main(int argc, char** argv) {
                  "A checkpoint file, or 'auto': the newest in --checkpoint-dir that loads")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", s.checkpoint_dir, "Where --checkpoint auto looks")->capture_default_str();
-  app.add_option("--prompt", s.prompt, "The text to continue (at least one byte)")->capture_default_str();
+  kamp::app::add_accept_unhashed_option(app, s.reading);
+  app.add_option("--prompt", s.prompt, "The text to continue (at least one byte)")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? "the prompt needs at least one byte to start from" : ""; }, ""))
+      ->capture_default_str();
   app.add_option("--tokens", s.tokens, "Bytes to generate")->capture_default_str();
   app.add_option("--temperature", s.sampling.temperature, "Divides the logits; 0: greedy (always the most likely byte)")
       ->capture_default_str();
   app.add_option("--top-k", s.sampling.top_k, "Draw among the k most likely bytes only; 0: all")->capture_default_str();
   app.add_option("--seed", s.sampling.seed, "Seed of the draws: the same seed gives the same text on a machine")
+      ->check(kamp::app::seed_check())
       ->capture_default_str();
+  kamp::app::refuse_empty_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return kamp::app::exit_status("kamp-generate", app.exit(e));
   }
   // Standard output is the text: keep Kokkos' advice about unset OpenMP binding out of it.
   setenv("OMP_PROC_BIND", "spread", 0);
   setenv("OMP_PLACES", "threads", 0);
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return run(s);
+    return kamp::app::exit_status("kamp-generate", run(s));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kamp-generate: error: %s\n", e.what());
     return 1;

@@ -2,7 +2,10 @@
 #include <kamp/model/state/checkpoint.hpp>
 
 #include <CLI/CLI.hpp>
+
 #include <nlohmann/json.hpp>
+#include "train/option_checks.hpp"
+#include "train/output_checks.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -95,9 +98,8 @@ int main(int argc, char** argv) {
   app.add_option("checkpoint", path, "The .h5 checkpoint")->required();
   app.add_flag("--json", json, "Print JSON instead of a table");
   app.add_flag("--run-config", run_config, "Print the settings of the run that wrote it (a kamp-train --config file)");
-  app.add_flag("--accept-unhashed", read_options.accept_unhashed,
-               "Read a format-1 checkpoint, whose tensors have no content hashes (refused otherwise: nothing could "
-               "tell a zeroed chunk in it)");
+  kamp::app::add_accept_unhashed_option(app, read_options);
+  kamp::app::refuse_empty_values(app);
   CLI11_PARSE(app, argc, argv);
   try {
     const kamp::training_state state = kamp::read_checkpoint(path, read_options);
@@ -108,7 +110,8 @@ int main(int argc, char** argv) {
     } else {
       print(describe(path, state));
     }
-    return 0;
+    std::cout.flush();
+    return kamp::app::exit_status("kamp-inspect", 0);
   } catch (const std::exception& e) {
     // The verdict a resume would give: with --json also on stdout, for scripts that check files.
     if (json) std::cout << nlohmann::json{{"file", path}, {"valid", false}, {"error", e.what()}}.dump(2) << '\n';

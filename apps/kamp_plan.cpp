@@ -8,6 +8,8 @@
 
 #include "train/enum_option.hpp"
 #include "train/model_options.hpp"
+#include "train/option_checks.hpp"
+#include "train/output_checks.hpp"
 
 #include <climits>
 #include <cmath>
@@ -57,6 +59,7 @@ struct plan_request {
 CLI::Validator parameter_count() {
   return CLI::Validator(
       [](const std::string& text) -> std::string {
+        if (text.empty()) return {};  // refuse_empty_values' words, as in every program
         double n = 0;
         if (!CLI::detail::lexical_cast(text, n) || std::isnan(n))
           return text + " is not a number: give a parameter count such as 70e9";
@@ -76,6 +79,7 @@ CLI::Validator parameter_count() {
 CLI::Validator whole_count(const char* what) {
   return CLI::Validator(
       [what](const std::string& text) -> std::string {
+        if (text.empty()) return {};  // refuse_empty_values' words, as in every program
         int n = 0;
         if (!CLI::detail::lexical_cast(text, n) || n < 1)
           return text + " is not a number of " + what + ": give a whole number from 1 to " + std::to_string(INT_MAX);
@@ -184,6 +188,7 @@ int main(int argc, char** argv) {
       "training run, per rank. Give a model shape (the kamp-train options) or --parameters N."};
   plan_request request;
   add_options(app, request);
+  kamp::app::refuse_empty_values(app);
   CLI11_PARSE(app, argc, argv);
   try {
     const plans p = make_plans(request);
@@ -192,7 +197,7 @@ int main(int argc, char** argv) {
     } else {
       print_table(request, p);
     }
-    return 0;
+    return kamp::app::exit_status("kamp-plan", 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kamp-plan: error: %s\n", e.what());
     return 1;

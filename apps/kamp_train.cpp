@@ -22,6 +22,8 @@
 #include "train/enum_option.hpp"
 #include "train/metrics.hpp"
 #include "train/model_options.hpp"
+#include "train/option_checks.hpp"
+#include "train/output_checks.hpp"
 #include "train/run_settings.hpp"
 #include "train/training_loop.hpp"
 
@@ -29,7 +31,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 
@@ -45,7 +46,8 @@ void add_config_file_option(CLI::App& app) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_config("--config", "",
                  "Read options from a TOML file (key = value) or a JSON object; keys are the long "
-                 "option names below without dashes, e.g. steps = 500. Command-line options win.");
+                 "option names below without dashes, e.g. steps = 500. Command-line options win.")
+      ->check(kamp::app::config_file_check());
 }
 
 void add_optimization_options(CLI::App& app, kamp::train_options& train) {
@@ -65,13 +67,8 @@ void add_optimization_options(CLI::App& app, kamp::train_options& train) {
   app.add_option("--eps", train.adamw.eps, "AdamW epsilon")->capture_default_str();
   app.add_option("--grad-clip", train.grad_clip, "Clip the global gradient L2 norm to this (0: off)")
       ->capture_default_str();
-  // CLI11 reads "-1" into the unsigned seed as 2^64 - 1 (strtoull) rather than refusing it.
   app.add_option("--seed", train.seed, "Seed of the initial weights, the data order and stochastic rounding")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            return v.find('-') == std::string::npos ? std::string() : "the seed is a non-negative integer, got " + v;
-          },
-          "NONNEGATIVE"))
+      ->check(kamp::app::seed_check())
       ->capture_default_str();
   app.add_option("--loss-scale", train.scaler.init_scale, "amp_fp16: initial loss scale")->capture_default_str();
   app.add_option("--loss-scale-growth-interval", train.scaler.growth_interval,
@@ -83,7 +80,7 @@ void add_data_options(CLI::App& app, run_settings& s) {
   app.add_option(
       "--data", s.data,
       "Train on this text file, or every text file under this directory (bytes are tokens: a vocabulary of 256; "
-      "binary files are skipped); default: the built-in corpus");
+      "binary files under it are skipped, one named alone is refused); default: the built-in corpus");
   app.add_option("--validation-fraction", s.validation_fraction, "Tail of the text kept for validation")
       ->capture_default_str();
   app.add_option("--eval-every", s.eval_every, "Validation loss every N steps (0: only at the end)")
@@ -166,6 +163,7 @@ void add_start_options(CLI::App& app, run_settings& s) {
   app.add_option("--resume", s.resume,
                  "Continue from a checkpoint file, or 'auto': the newest checkpoint in --checkpoint-dir that loads "
                  "(none yet: start at step 0)");
+  kamp::app::add_accept_unhashed_option(app, s.reading);
 }
 
 // In the order --help lists them.
@@ -180,6 +178,7 @@ void add_options(CLI::App& app, run_settings& s) {
   add_precision_request_options(app, s.request);
   add_parallel_options(app, s);
   add_start_options(app, s);
+  kamp::app::refuse_empty_values(app);
 }
 
 double median(std::vector<double> v) {
@@ -297,9 +296,10 @@ std::optional<double> resume_if_asked(const run_settings& s, kamp::trainer& trai
                                       const kamp::checkpoint_directory& checkpoints) {
   const auto start = std::chrono::steady_clock::now();
   const bool resumed =
-      !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train, s.policy).empty();
+      !s.resume.empty() && !kamp::app::resume(trainer, checkpoints, s.resume, s.train, s.reading, s.policy).empty();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fflush(stdout);
+  // The banner is out: a standard output that cannot be written stops the run before it trains.
+  kamp::app::flush_or_throw(stdout, "the standard output");
   return resumed ? std::optional<double>(seconds) : std::nullopt;
 }
 
@@ -340,9 +340,9 @@ nlohmann::json print_memory(const kamp::memory_tracker& memory, const kamp::memo
 }
 
 void write_summary(const std::string& path, const nlohmann::json& summary) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("--summary: cannot open '" + path + "' for writing");
-  out << summary.dump(2) << '\n';
+  kamp::app::output_file out(path, false, "--summary '" + path + "'");
+  out.write(summary.dump(2) + '\n');
+  out.close();
 }
 
 // The losses, speed, collectives and memory of the run; with --summary also as JSON.
@@ -418,6 +418,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   const kamp::app::stop_request stop;
   const kamp::app::training_record record =
       kamp::app::run_training_loop(trainer, s, data, writer, metrics ? &*metrics : nullptr, stop);
+  if (metrics) metrics->close();
   if (record.stopped_by) {
     writer.save_if_new(kamp::app::stop_request::name(record.stopped_by));
     std::printf("stopped by %s after step %lld of %d; checkpoint in '%s': continue with --resume auto\n",
@@ -450,7 +451,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return kamp::app::exit_status("kamp-train", app.exit(e));
   } catch (const std::exception& e) {  // from reading a config file (bad_alloc, a library's own)
     std::fprintf(stderr, "kamp-train: error: reading the options: %s\n", e.what());
     return 1;
@@ -458,7 +459,7 @@ int main(int argc, char** argv) {
   if (settings.request.enable_fsdp && app.count("--sharding") == 0) settings.sharding = "parameters";
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return train(settings, app.config_to_str(true, false), mpi->world());
+    return kamp::app::exit_status("kamp-train", train(settings, app.config_to_str(true, false), mpi->world()));
   } catch (const std::exception& e) {
     const auto& ranks = mpi->world();
     if (!ranks.distributed()) {

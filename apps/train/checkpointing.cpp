@@ -2,6 +2,8 @@
 
 #include <kamp/model/dist/agree.hpp>
 
+#include "output_checks.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -110,7 +112,7 @@ void checkpoint_writer::save_if_new(const char* why) {
   if (trainer_.parallel().ranks.rank() == 0)
     std::printf("checkpoint (%s): %s, %.1f MB in %.2f s\n", why, file.path.c_str(),
                 double(std::filesystem::file_size(file.path)) / 1e6, file.seconds);
-  std::fflush(stdout);
+  flush_or_throw(stdout, "the standard output");
 }
 
 double checkpoint_writer::seconds_since_save() const {
@@ -177,7 +179,7 @@ void restore_and_report(trainer& t, const training_state& state, const std::stri
 }  // namespace
 
 std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now,
-                   const precision_policy& policy) {
+                   const checkpoint_read_options& reading, const precision_policy& policy) {
   const bool automatic = which == "auto";
   const dist::communicator& ranks = t.parallel().ranks;
   const std::vector<std::string> candidates = checkpoints_to_try(dir, which, ranks);
@@ -192,7 +194,8 @@ std::string resume(trainer& t, const checkpoint_directory& dir, const std::strin
         ranks, "checkpoint '" + path + "': another rank could not read it (is the directory on a shared file system?)",
         [&] {
           // Each rank reads its own shard of the file, whatever number of ranks wrote it.
-          state = ranks.distributed() ? read_checkpoint(path, ranks, t.shard()) : read_checkpoint(path);
+          state =
+              ranks.distributed() ? read_checkpoint(path, ranks, t.shard(), reading) : read_checkpoint(path, reading);
         });
     if (problem.empty()) {
       try {

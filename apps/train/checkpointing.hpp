@@ -77,7 +77,7 @@ class checkpoint_writer {
 /// "auto" found no checkpoint at all. Throws when the named file, or every file, fails.
 /// Options that differ from the checkpoint's (training options, fp32 layer overrides) are printed.
 std::string resume(trainer& t, const checkpoint_directory& dir, const std::string& which, const train_options& now,
-                   const precision_policy& policy);
+                   const checkpoint_read_options& reading, const precision_policy& policy);
 
 }  // namespace kamp::app
 

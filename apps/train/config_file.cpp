@@ -1,7 +1,13 @@
 #include "config_file.hpp"
 
+#include <kamp/model/training/data.hpp>
+
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace kamp::app {
@@ -106,5 +112,23 @@ std::vector<CLI::ConfigItem> toml_or_json_config::from_config(std::istream& inpu
   }
   return items;
 }
+
+namespace {
+std::string config_file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return "the value is empty: name a TOML or JSON file, or leave --config out";
+  std::error_code error;
+  const fs::file_type type = fs::status(path, error).type();
+  if (type == fs::file_type::not_found) return "there is no file '" + path + "'";
+  if (error) return "'" + path + "' cannot be examined: " + error.message();
+  if (type == fs::file_type::directory) return "'" + path + "' is a directory, not a config file";
+  if (const std::string kind = special_file_kind(path); !kind.empty())
+    return "'" + path + "' is " + kind + ", not a config file: give a TOML or JSON file";
+  if (::access(path.c_str(), R_OK) != 0) return "'" + path + "' cannot be read: " + std::strerror(errno);
+  return "";
+}
+}  // namespace
+
+CLI::Validator config_file_check() { return CLI::Validator(config_file_problem, ""); }
 
 }  // namespace kamp::app

@@ -28,6 +28,11 @@ class toml_or_json_config : public CLI::ConfigTOML {
   std::set<std::string> list_options_;
 };
 
+/// --config's check, which CLI11 runs before it opens the file: the path must name a readable
+/// regular file. A FIFO would block the open until a writer comes, a device would be read
+/// without end; either is refused by what it is.
+CLI::Validator config_file_check();
+
 }  // namespace kamp::app
 
 #endif

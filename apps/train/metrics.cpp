@@ -12,14 +12,18 @@ namespace {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+
+// `path`, checked before the file is created: its name says the format.
+const std::string& named_by_format(const std::string& path) {
+  if (!ends_with(path, ".csv") && !ends_with(path, ".jsonl") && !ends_with(path, ".json"))
+    throw std::invalid_argument("--metrics '" + path + "': the name must end in .csv or .jsonl (the format)");
+  return path;
+}
 }  // namespace
 
 metrics_writer::metrics_writer(const std::string& path, bool append)
-    : out_(path, append ? std::ios::app : std::ios::trunc), csv_(ends_with(path, ".csv")) {
-  if (!csv_ && !ends_with(path, ".jsonl") && !ends_with(path, ".json"))
-    throw std::invalid_argument("--metrics '" + path + "': the name must end in .csv or .jsonl (the format)");
-  if (!out_) throw std::runtime_error("--metrics: cannot open '" + path + "' for writing");
-  if (csv_ && !append) out_ << "step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s\n" << std::flush;
+    : csv_(ends_with(path, ".csv")), out_(named_by_format(path), append, "--metrics '" + path + "'") {
+  if (csv_ && !append) out_.write("step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s\n");
 }
 
 void metrics_writer::write(const step_report& r, std::optional<double> validation_loss) {
@@ -29,13 +33,13 @@ void metrics_writer::write(const step_report& r, std::optional<double> validatio
     std::snprintf(line, sizeof line, "%lld,%.6f,%s,%g,%d,%.6g,%.6g,%.1f\n", static_cast<long long>(r.step), r.loss,
                   validation_loss ? std::to_string(*validation_loss).c_str() : "", r.scale, r.skipped ? 1 : 0,
                   r.grad_norm, r.lr, tps);
-    out_ << line << std::flush;
+    out_.write(line);
     return;
   }
   nlohmann::json j{{"step", r.step},           {"loss", r.loss}, {"scale", r.scale},   {"skipped", r.skipped},
                    {"grad_norm", r.grad_norm}, {"lr", r.lr},     {"tokens_per_s", tps}};
   if (validation_loss) j["val_loss"] = *validation_loss;
-  out_ << j.dump() << '\n' << std::flush;
+  out_.write(j.dump() + '\n');
 }
 
 progress::progress(int total, int every, bool plain_lines)
@@ -51,10 +55,10 @@ void progress::update(const step_report& r, std::int64_t taken, std::optional<do
     std::printf("\r[%s%s] %lld/%d %s\033[K", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
                 static_cast<long long>(taken), total_, stats);
     if (validation_loss || r.skipped) std::printf("\n");
-    std::fflush(stdout);
+    flush_or_throw(stdout, "the standard output");
   } else if (r.skipped || validation_loss || taken % every_ == 0 || taken == total_ || taken == 1) {
     std::printf("step %lld/%d %s\n", static_cast<long long>(taken), total_, stats);
-    std::fflush(stdout);
+    flush_or_throw(stdout, "the standard output");
   }
 }
 

@@ -3,23 +3,26 @@
 
 #include <kamp/model/training/trainer.hpp>
 
-#include <fstream>
+#include "output_checks.hpp"
+
 #include <optional>
 #include <string>
 
 namespace kamp::app {
 
 /// Per-step metrics to a file: CSV for a name ending in .csv, JSON Lines for .jsonl/.json.
-/// Each row is flushed, so a killed job keeps every finished step; `append` continues a file
-/// (a resumed run).
+/// Each row is flushed, so a killed job keeps every finished step, and checked: a write that
+/// fails throws std::runtime_error naming the file. `append` continues a file (a resumed run).
 class metrics_writer {
  public:
   metrics_writer(const std::string& path, bool append);
   void write(const step_report& r, std::optional<double> validation_loss);
+  /// Closes the file; throws if the close finds an error the writes did not.
+  void close() { out_.close(); }
 
  private:
-  std::ofstream out_;
   bool csv_;
+  output_file out_;
 };
 
 /// The step line or progress bar on the terminal: a bar redrawn in place on a TTY, plain lines

@@ -28,6 +28,7 @@ struct run_settings {
   int keep_checkpoints = 3;
   run_request request;
   bool diagnose = false, overwrite_checkpoints = false;
+  checkpoint_read_options reading;  ///< what --resume accepts beyond a fully verifiable file
   std::string gradient_reduction = "fp32";
   std::string sharding = "optimizer";
   bool reshard_after_forward = true;

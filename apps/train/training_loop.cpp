@@ -6,6 +6,7 @@
 #include <kamp/model/precision/doctor.hpp>
 
 #include "loss_watch.hpp"
+#include "output_checks.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -153,14 +154,14 @@ void training_loop::call_the_doctor(const std::string& why) {
   if (!s_.metrics.empty())
     std::printf("see the run so far (loss, loss scale, skipped steps, gradient norm): tools/plot-metrics %s\n",
                 s_.metrics.c_str());
-  std::fflush(stdout);
+  flush_or_throw(stdout, "the standard output");
 }
 
 void training_loop::sample_and_checkpoint_if_due() {
   if (s_.sample_every > 0 && taken_ % s_.sample_every == 0 && ranks_.rank() == 0) {
     bar_.finish();
     sampler_.print(taken_);
-    std::fflush(stdout);
+    flush_or_throw(stdout, "the standard output");
   }
   if (ranks_.max(s_.periodic_checkpoints.due(taken_, checkpoints_.seconds_since_save())))
     checkpoints_.save_if_new("periodic");

@@ -32,7 +32,9 @@ python3 -c "print('[' + '.'.join(['a'] * 20000) + ']')" >"$scratch/deep.toml"
 expect "TOML section 20000 levels deep" 104 "nested deeper than 8 levels" "$train" --config "$scratch/deep.toml"
 python3 -c "print('{\"a\":' * 50 + '1' + '}' * 50)" >"$scratch/deep.json"
 expect "JSON 50 levels deep" 104 "nested deeper than 8 levels" "$train" --config "$scratch/deep.json"
-expect "config /dev/zero" 104 "larger than 1 MiB|NUL bytes" "$train" --config /dev/zero
+expect "config /dev/zero" 105 "'/dev/zero' is a character device, not a config file" "$train" --config /dev/zero
+head -c 2097152 /dev/zero | tr '\0' a >"$scratch/big.toml"
+expect "config of 2 MiB" 104 "larger than 1 MiB" "$train" --config "$scratch/big.toml"
 printf 'steps = 3\nsteps = 4\n' >"$scratch/twice.toml"
 expect "TOML key twice" 104 "key 'steps' appears twice" "$train" --config "$scratch/twice.toml"
 printf '{"steps": 3, "steps": 4}\n' >"$scratch/twice.json"
@@ -96,8 +98,13 @@ PY
   expect "inspect: format 1 refused" 1 "format-1 checkpoint: its tensors have no content hashes" \
     "$inspect" "$scratch/format1.h5"
   expect "inspect: format 1 read when asked, its version printed" 0 "kamp checkpoint format 1," \
-    "$inspect" --accept-unhashed "$scratch/format1.h5"
+    "$inspect" --accept-unhashed-checkpoint "$scratch/format1.h5"
   expect "inspect: format 4 printed" 0 "kamp checkpoint format 4," "$inspect" "$ck/step-00000002.h5"
+  expect "resume: format 1 refused" 1 "format-1 checkpoint" \
+    "$train" "${tiny[@]}" --steps 3 --checkpoint-dir "$scratch/ck-f1" --resume "$scratch/format1.h5"
+  expect "resume: format 1 read when asked" 0 "resumed from .*format1.h5.*done: 3 steps" \
+    "$train" "${tiny[@]}" --steps 3 --checkpoint-dir "$scratch/ck-f1" --resume "$scratch/format1.h5" \
+    --accept-unhashed-checkpoint
 else
   echo "note: no h5py for Debian's python3: the edited-attribute cases did not run"
 fi

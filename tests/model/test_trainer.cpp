@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -180,6 +181,43 @@ TEST_CASE("a data directory gives its text files in path order and skips binary 
   fs::remove_all(dir / "b");
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir.string(), 0.25, 8), kamp::test::contains("holds no text file"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("a data file named alone is a regular text file, its kind checked before it is opened", "[model][data]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kamp_data_file_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Opening a FIFO would wait for a writer forever: the check must come first.
+  const std::string fifo = (dir / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(kamp::special_file_kind(fifo) == "a FIFO (named pipe)");
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path(fifo, 0.25, 8),
+                    kamp::test::contains("is a FIFO (named pipe), not a text file"));
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path("/dev/zero", 0.25, 8),
+                    kamp::test::contains("'/dev/zero' is a character device, not a text file"));
+  // Binary content past the first block is found too.
+  std::ofstream(dir / "binary.dat", std::ios::binary) << std::string((1 << 20) + 100, 'x') << '\0';
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path((dir / "binary.dat").string(), 0.25, 8),
+                    kamp::test::contains("holds NUL bytes: it is a binary file"));
+  CHECK(kamp::special_file_kind((dir / "binary.dat").string()).empty());
+  CHECK(kamp::special_file_kind(dir.string()).empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run that diverges is told so, not sent to an earlier checkpoint", "[model][train]") {
+  auto o = tiny_run(3);
+  o.lr = 1e30f;
+  kamp::trainer t(tiny_model(), policy(kamp::precision_mode::amp_fp16), o, tiny_corpus());
+  t.step();
+  const kamp::training_state diverged = t.state();
+  t.step();
+  // Restoring its own earlier state (as the precision doctor does): the run itself diverged.
+  CHECK_THROWS_WITH(t.restore(diverged), kamp::test::contains("turned non-finite in this run, by step 1") &&
+                                             kamp::test::contains("smaller --lr (this run's peak is 1e+30)"));
+  // A trainer whose weights are finite: the state came diverged from elsewhere, a checkpoint.
+  kamp::trainer fresh(tiny_model(), policy(kamp::precision_mode::amp_fp16), o, tiny_corpus());
+  CHECK_THROWS_WITH(fresh.restore(diverged), kamp::test::contains("resume from an earlier checkpoint"));
 }
 
 TEST_CASE("the device-side schedule gives each step warm-up then cosine decay", "[model][schedule]") {

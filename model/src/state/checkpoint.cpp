@@ -327,8 +327,8 @@ void check_unhashed(hid_t set, const std::string& where, std::int64_t version, c
   if (!options.accept_unhashed)
     throw checkpoint_error(
         "it is a format-1 checkpoint: its tensors have no content hashes, so a zeroed or rewritten chunk could not be "
-        "found. Read it only if you trust the file: kamp-train --accept-unhashed-checkpoint, kamp-inspect "
-        "--accept-unhashed (checkpoint_read_options::accept_unhashed); saving it again writes a verifiable file");
+        "found. Read it only if you trust the file: --accept-unhashed-checkpoint (kamp-train, kamp-generate, "
+        "kamp-inspect; checkpoint_read_options::accept_unhashed); saving it again writes a verifiable file");
 }
 
 // Everything of the state but its tensors: the counters, the run's configuration (validated)

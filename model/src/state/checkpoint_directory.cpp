@@ -3,6 +3,7 @@
 #include <kamp/model/state/checkpoint_directory.hpp>
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,12 +58,37 @@ std::vector<std::string> checkpoint_directory::list() const {
   return out;
 }
 
+namespace {
+
+// Sizes in the unit a reader compares at a glance: 0.06 MiB, 1.33 MiB, 2048.00 MiB.
+std::string mebibytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f MiB", double(bytes) / double(1u << 20));
+  return text;
+}
+
+// Why no file can be created in `dir` (open's `error`): a file system without free inodes
+// reports ENOSPC as a full disk does, so the inodes are counted apart from the bytes.
+std::string no_new_file(const std::string& dir, int error) {
+  struct statvfs info {};
+  if (::statvfs(dir.c_str(), &info) != 0 || (error != ENOSPC && error != EDQUOT))
+    return "checkpoint directory '" + dir + "' is not writable (" + std::strerror(error) +
+           "): give a --checkpoint-dir this job can write to";
+  if (info.f_files > 0 && info.f_favail == 0)
+    return "no free inodes (0 of " + std::to_string(info.f_files) + ") on the file system of checkpoint directory '" +
+           dir + "' (" + mebibytes(std::uint64_t(info.f_bavail) * info.f_frsize) +
+           " free): a checkpoint needs a new file there; delete files on it or give another --checkpoint-dir";
+  return "checkpoint directory '" + dir + "' has no room for a new file (" + std::strerror(error) + "; " +
+         mebibytes(std::uint64_t(info.f_bavail) * info.f_frsize) + " free, " + std::to_string(info.f_favail) + " of " +
+         std::to_string(info.f_files) + " inodes free): free space there or give another --checkpoint-dir";
+}
+
+}  // namespace
+
 void checkpoint_directory::check_room(std::uint64_t bytes) const {
   const fs::path probe = fs::path(path_) / ".kamp-write-probe";
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    throw checkpoint_error("checkpoint directory '" + path_ + "' is not writable (" + std::strerror(errno) +
-                           "): give a --checkpoint-dir this job can write to");
+  if (fd < 0) throw checkpoint_error(no_new_file(path_, errno));
   ::close(fd);
   std::error_code error;
   fs::remove(probe, error);
@@ -70,9 +96,9 @@ void checkpoint_directory::check_room(std::uint64_t bytes) const {
   // Room for the new file while the previous one still exists (it goes only after the rename).
   const std::uint64_t needed = bytes + bytes / 16 + (1u << 20);
   if (!error && space.available < needed)
-    throw checkpoint_error("checkpoint directory '" + path_ + "' has " + std::to_string(space.available >> 20) +
-                           " MiB free, a checkpoint of this model needs about " + std::to_string(needed >> 20) +
-                           " MiB: free space there or give another --checkpoint-dir");
+    throw checkpoint_error("checkpoint directory '" + path_ + "' has " + mebibytes(space.available) +
+                           " free, a checkpoint of this model needs about " + mebibytes(needed) +
+                           ": free space there or give another --checkpoint-dir");
 }
 
 std::vector<std::string> checkpoint_directory::retire_after(std::int64_t step) const {

@@ -3,11 +3,12 @@
 #include <kamp/numeric/counter_random.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 namespace kamp {
@@ -93,35 +94,67 @@ token_dataset::token_dataset(const std::string& text, double validation_fraction
                                 " bytes. Use a longer text or a shorter context");
 }
 
+std::string special_file_kind(const std::string& path) {
+  std::error_code error;
+  switch (std::filesystem::status(path, error).type()) {
+    case std::filesystem::file_type::fifo:
+      return "a FIFO (named pipe)";
+    case std::filesystem::file_type::character:
+      return "a character device";
+    case std::filesystem::file_type::block:
+      return "a block device";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    default:
+      return "";
+  }
+}
+
 namespace {
 
-std::string read_all(const std::filesystem::path& path) {
+// The text of `path`, or none when it is binary (holds a NUL byte). Read in blocks: a large
+// binary file is given up at its first NUL, not read whole.
+std::optional<std::string> read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error("data: cannot open '" + path.string() + "' for reading; check the path given to --data");
-  std::ostringstream s;
-  s << in.rdbuf();
+  std::string text;
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), std::streamsize(block.size()));
+    const auto got = std::size_t(in.gcount());
+    if (std::memchr(block.data(), '\0', got) != nullptr) return std::nullopt;
+    text.append(block.data(), got);
+  }
   if (in.bad()) throw std::runtime_error("data: reading '" + path.string() + "' failed");
-  return s.str();
+  return text;
 }
 
-}  // namespace
+// A file named alone is refused when binary: in a directory it would be skipped, alone it would
+// be all the data.
+std::string text_file(const std::string& path) {
+  std::optional<std::string> text = read_text(path);
+  if (!text)
+    throw std::runtime_error("--data '" + path +
+                             "' holds NUL bytes: it is a binary file, not text; give --data a text file (or a "
+                             "directory: its binary files are skipped)");
+  return std::move(*text);
+}
 
-token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context) {
-  std::error_code error;
-  if (!std::filesystem::is_directory(path, error))
-    return token_dataset(read_all(path), validation_fraction, context, path);
-  // Path order, so that the text (and a run's batches) is the same on every file system.
+// The files under `dir` in path order (so that the text, and a run's batches, are the same on
+// every file system), each once (a symbolic link beside its target, as Debian's fortunes have).
+// Special files and dangling links have no text to read: left out.
+std::vector<std::filesystem::path> files_under(const std::string& dir) {
   std::vector<std::filesystem::path> files;
+  std::error_code error;
   for (auto it = std::filesystem::recursive_directory_iterator(
-           path, std::filesystem::directory_options::follow_directory_symlink, error);
+           dir, std::filesystem::directory_options::follow_directory_symlink, error);
        !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
-    std::error_code no_file;  // a dangling symbolic link has no content: left out, not an error
+    std::error_code no_file;
     if (it->is_regular_file(no_file)) files.push_back(it->path());
   }
-  if (error) throw std::runtime_error("data: cannot list the directory '" + path + "': " + error.message());
+  if (error) throw std::runtime_error("data: cannot list the directory '" + dir + "': " + error.message());
   std::sort(files.begin(), files.end());
-  // A file reached twice (a symbolic link beside its target, as Debian's fortunes have) is read once.
   std::set<std::filesystem::path> seen;
   files.erase(std::remove_if(files.begin(), files.end(),
                              [&](const std::filesystem::path& f) {
@@ -130,16 +163,29 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
                                return !seen.insert(unresolved ? f : target).second;
                              }),
               files.end());
+  return files;
+}
+
+}  // namespace
+
+token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context) {
+  // Before opening: a FIFO would block the open until a writer comes, a device never ends.
+  if (const std::string kind = special_file_kind(path); !kind.empty())
+    throw std::runtime_error("--data '" + path + "' is " + kind +
+                             ", not a text file: give a text file or a directory of them");
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error))
+    return token_dataset(text_file(path), validation_fraction, context, path);
   std::string text;
   std::vector<std::string> skipped;
   std::size_t used = 0;
-  for (const auto& f : files) {
-    std::string content = read_all(f);
-    if (content.find('\0') != std::string::npos) {
+  for (const auto& f : files_under(path)) {
+    std::optional<std::string> content = read_text(f);
+    if (!content) {
       skipped.push_back(f.string());
       continue;
     }
-    text += content;
+    text += *content;
     ++used;
   }
   if (used == 0)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 namespace kamp {
@@ -304,6 +305,37 @@ std::string option_name(std::string field) {
   std::replace(field.begin(), field.end(), '_', '-');
   return field;
 }
+
+// The first tensor of `s` holding inf/NaN values, e.g. "model/wte holds 8192 non-finite values";
+// empty when every value is finite.
+std::string first_non_finite(const training_state& s, const tensor_table& table) {
+  const element_range slice = s.slice.within(table.flat_size());
+  for (const state_tensor& x : s.tensors)
+    for (const auto& e : table.entries()) {
+      const element_range part = overlap(e.range(), slice);
+      if (part.empty()) continue;
+      const std::size_t bad = statistics(x, part.first - slice.first, part.size()).non_finite;
+      if (bad > 0) return x.role + "/" + e.name + " holds " + std::to_string(bad) + " non-finite values";
+    }
+  return "";
+}
+
+// Throws when `saved` holds non-finite values and so does `now`, the trainer's own state: restore
+// refuses every such state and initial weights are finite, so the trainer diverged in this run
+// (the doctor restores the state before the step it observed), and no earlier checkpoint is to
+// blame.
+void check_not_diverged_here(const training_state& saved, const training_state& now, const tensor_table& table,
+                             float lr) {
+  const std::string bad = first_non_finite(saved, table);
+  if (bad.empty() || first_non_finite(now, table).empty()) return;
+  std::ostringstream peak;
+  peak << lr;
+  throw std::invalid_argument("the weights turned non-finite in this run, by step " +
+                              std::to_string(saved.steps_taken) + " (" + bad +
+                              "): a loss or an update overflowed, typically from too large a learning rate; start "
+                              "again with a smaller --lr (this run's peak is " +
+                              peak.str() + ")");
+}
 }  // namespace
 
 void trainer::check_restorable(const training_state& s) const {
@@ -347,6 +379,7 @@ void trainer::check_restorable(const training_state& s) const {
   try {
     check_state(s, table);
   } catch (const std::invalid_argument& e) {
+    check_not_diverged_here(s, state(), table, options_.lr);
     fail(e.what());
   }
 }

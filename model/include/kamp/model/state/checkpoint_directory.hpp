@@ -29,7 +29,7 @@ class checkpoint_directory {
   const std::vector<std::string>& unparsable() const { return unparsable_; }
   /// Throws checkpoint_error unless a file can be created in the directory and its file system
   /// has room for a checkpoint of `bytes` (found before training, not at the first write; save
-  /// checks again before each write).
+  /// checks again before each write). The message tells no free inodes from no free bytes.
   void check_room(std::uint64_t bytes) const;
   /// Renames the checkpoints of steps after `step` to <name>.abandoned (out of list()'s sight),
   /// so that a run resumed from an older file does not later continue the abandoned branch.

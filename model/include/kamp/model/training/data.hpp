@@ -13,6 +13,12 @@ namespace kamp {
 /// steps, and it needs no file, so the main job runs anywhere.
 std::string default_corpus(std::size_t bytes = 1u << 20, std::uint64_t seed = 2024);
 
+/// What `path` is when it is neither a regular file nor a directory: "a FIFO (named pipe)", "a
+/// character device", "a block device" or "a socket" (opening the first blocks until a writer
+/// comes, reading a device may never end). Empty for regular files, directories and paths that
+/// do not exist. Symbolic links are followed.
+std::string special_file_kind(const std::string& path);
+
 /// \brief Byte-level tokens (one token per byte, vocabulary 256) split into a training and a
 /// validation part, sampled as (tokens, next-token targets) windows of `context` bytes.
 ///
@@ -24,9 +30,10 @@ class token_dataset {
 
   /// Throws std::invalid_argument when either part is too short for one window.
   token_dataset(const std::string& text, double validation_fraction, int context, std::string source);
-  /// Reads a whole file, or every text file of a directory and its subdirectories in path
+  /// Reads a whole text file, or every text file of a directory and its subdirectories in path
   /// order, concatenated (files with a NUL byte are binary and skipped; skipped() lists them).
-  /// Throws std::runtime_error naming the path when it cannot be read or holds no text.
+  /// Throws std::runtime_error naming the path when it cannot be read, holds no text, is a
+  /// binary file, or is a special file (special_file_kind(): refused before it is opened).
   static token_dataset from_path(const std::string& path, double validation_fraction, int context);
   /// The files of a directory that from_path left out as binary.
   const std::vector<std::string>& skipped() const { return skipped_; }
