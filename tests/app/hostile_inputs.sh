@@ -7,21 +7,7 @@ set -uo pipefail
 train=$1 inspect=$2 scratch=$3/hostile-inputs
 rm -rf "$scratch" && mkdir -p "$scratch"
 tiny=(--layers 1 --heads 2 --d-model 32 --mlp 64 --context 16 --batch 4 --steps 2 --eval-batches 1)
-passed=0 failed=0
-# expect NAME STATUS REGEX COMMAND...: runs COMMAND (60 s at most), checks exit status and output.
-expect() {
-  local name=$1 want=$2 regex=$3
-  shift 3
-  local out rc
-  out=$(timeout 60 "$@" 2>&1 </dev/null)
-  rc=$?
-  if [ "$rc" = "$want" ] && [[ $out =~ $regex ]]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    printf 'FAILED: %s: exit %s (want %s), output:\n%s\n(want /%s/)\n' "$name" "$rc" "$want" "$out" "$regex"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 ck="$scratch/ck"
 "$train" "${tiny[@]}" --checkpoint-dir "$ck" --checkpoint-every 1 >/dev/null 2>&1 || { echo "FAILED: setup run"; exit 1; }
 
@@ -130,5 +116,4 @@ if mount -t tmpfs -o size=64k tmpfs "$mnt" 2>/dev/null; then
 else
   echo "note: no tmpfs mount here (not root?): the disk-full cases did not run"
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+expect_summary "hostile inputs"

@@ -1,42 +1,20 @@
 #!/usr/bin/env bash
-# kamp-train, kamp-generate and kamp-demo in a hostile world: outputs that cannot be written
+# kamp-train, kamp-generate, kamp-inspect, kamp-plan and kamp-demo in a hostile world: outputs that cannot be written
 # (/dev/full, a full or inode-less file system), paths that are no regular files (FIFOs, devices),
 # empty option values, and runs that diverge. Each case must end with its message and its exit
 # status (1 for what the run finds, CLI11's codes for options: 105 a refused value, 109 an
 # unexpected argument), never a hang, a crash or a silent exit 0.
 # Usage: hostile_world.sh KAMP_TRAIN KAMP_GENERATE SCRATCH_DIR (kamp-demo, kamp-plan and
-# kamp-inspect are looked for beside kamp-train). The file-system cases mount tmpfs: only as root, else they are skipped.
+# kamp-inspect are looked for beside kamp-train). The file-system cases mount tmpfs: only as
+# root, else they are skipped.
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 train=$(readlink -f "$1") generate=$(readlink -f "$2") scratch=$(readlink -f "$3")/hostile-world
 demo=$(dirname "$train")/kamp-demo plan=$(dirname "$train")/kamp-plan inspect=$(dirname "$train")/kamp-inspect
 umount "$scratch/mnt" 2>/dev/null  # left mounted by a run that was killed
 rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
 export OMP_PROC_BIND=false
 tiny=(--layers 1 --heads 2 --d-model 32 --mlp 64 --context 16 --batch 4 --steps 2 --eval-batches 1)
-passed=0 failed=0 output=
-# expect NAME STATUS REGEX COMMAND...: runs COMMAND (60 s at most), checks exit status and output.
-expect() {
-  local name=$1 want=$2 regex=$3
-  shift 3
-  local rc
-  output=$(timeout 60 "$@" 2>&1 </dev/null)
-  rc=$?
-  if [ "$rc" = "$want" ] && [[ $output =~ $regex ]]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    printf 'FAILED: %s: exit %s (want %s), output:\n%s\n(want /%s/)\n' "$name" "$rc" "$want" "$output" "$regex"
-  fi
-}
-# lacks NAME REGEX: the output of the last expect must not match REGEX.
-lacks() {
-  if [[ $output =~ $2 ]]; then
-    failed=$((failed + 1))
-    printf 'FAILED: %s: the output says /%s/:\n%s\n' "$1" "$2" "$output"
-  else
-    passed=$((passed + 1))
-  fi
-}
 # into_full COMMAND...: COMMAND with its standard output on /dev/full (its stderr stays).
 into_full() { "$@" >/dev/full; }
 export -f into_full
@@ -145,8 +123,4 @@ else
   echo "hostile world: skipped the full and inode-less file systems (tmpfs mounts need root)"
 fi
 
-if [ "$failed" -gt 0 ]; then
-  echo "hostile world: $failed of $((passed + failed)) checks failed"
-  exit 1
-fi
-echo "hostile world: all $passed checks passed"
+expect_summary "hostile world"
