@@ -367,6 +367,118 @@ TEMPLATE_TEST_CASE("strided-batched gemm on head sub-views", "[kernels][gemm]", 
   check_attention_heads<TestType, float>();
 }
 
+namespace {
+
+// Attention's GEMMs on heads read and written in place: (B, T, 3C) projection rows hold q, k and
+// v, H heads of width D each; rank-4 views (B, H, T, D) with strides (T·3C, D, 3C, 1) reach
+// them with no copy. Checked against fp64 per (b, h), with everything outside the written head
+// columns left bit for bit as it was.
+template <class ExecSpace, class T>
+void check_heads_in_place(kamp::gemm_algorithm algorithm) {
+  using memory = typename ExecSpace::memory_space;
+  using heads = Kokkos::View<T****, Kokkos::LayoutStride, memory>;
+  using const_heads = Kokkos::View<const T****, Kokkos::LayoutStride, memory>;
+  const int nb = 3, t = 21, nh = 4, d = 8, c = nh * d, width = 3 * c;
+  const std::size_t row_elements = std::size_t(nb) * t * width;
+  const auto rows_h = kamp::test::narrowed<T>(kamp::test::normal_values(row_elements, 1.0f, 31));
+  const auto probs_h = kamp::test::narrowed<T>(kamp::test::normal_values(std::size_t(nb) * nh * t * t, 0.5f, 32));
+  const auto rows = kamp::test::to_device<T, ExecSpace>(rows_h, "rows");
+  const auto probs = kamp::test::to_device<T, ExecSpace>(probs_h, "probs");
+  const auto part = [&](T* data, int offset, int row_width) {
+    return heads(data + offset, Kokkos::LayoutStride(nb, std::size_t(t) * row_width, nh, d, t, row_width, d, 1));
+  };
+  const auto value = [&](int b, int h, int i, int col) {
+    return double(kamp::to_float(rows_h[(std::size_t(b) * t + i) * width + h * d + col]));
+  };
+  const auto prob = [&](int b, int h, int i, int j) {
+    return double(kamp::to_float(probs_h[((std::size_t(b) * nh + h) * t + i) * t + j]));
+  };
+  const const_heads q = part(rows.data(), 0, width), k = part(rows.data(), c, width);
+  const Kokkos::View<const T****, Kokkos::LayoutRight, memory> p(probs.data(), nb, nh, t, t);
+  const double u = std::ldexp(1.0, -24), u_c = std::is_same_v<T, kamp::bf16>   ? std::ldexp(1.0, -8)
+                                               : std::is_same_v<T, kamp::fp16> ? std::ldexp(1.0, -11)
+                                                                               : 0.0;
+  INFO(kamp::detail::dtype_name<T>() << (algorithm == kamp::gemm_algorithm::portable ? " portable" : " automatic"));
+
+  // Scores into contiguous fp32 (B, H, T, T): S = 0.5 q kᵀ.
+  Kokkos::View<float****, Kokkos::LayoutRight, memory> s("s", nb, nh, t, t);
+  kamp::gemm_strided_batched(ExecSpace(), kamp::op::none, kamp::op::transpose, 0.5f, q, k, 0.0f, s, algorithm);
+  const auto s_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s);
+  double worst = 0;
+  for (int b = 0; b < nb; ++b)
+    for (int h = 0; h < nh; ++h)
+      for (int i = 0; i < t; ++i)
+        for (int j = 0; j < t; ++j) {
+          double exact = 0, mag = 0;
+          for (int e = 0; e < d; ++e) {
+            exact += value(b, h, i, e) * value(b, h, j, c + e);
+            mag += std::fabs(value(b, h, i, e) * value(b, h, j, e + c));
+          }
+          worst = std::max(worst, std::fabs(s_h(b, h, i, j) - 0.5 * exact) / (0.5 * mag + 1e-30));
+        }
+  CHECK(worst <= 2.0 * (d + 2) * u);
+
+  // Merged heads written in place into (B, T, C) rows: Y = P v.
+  Kokkos::View<T*, memory> y("y", std::size_t(nb) * t * c);
+  kamp::gemm_strided_batched(ExecSpace(), kamp::op::none, kamp::op::none, 1.0f, p,
+                             const_heads(part(rows.data(), 2 * c, width)), 0.0f, part(y.data(), 0, c), algorithm);
+  const auto y_h = kamp::test::to_host(y);
+  worst = 0;
+  for (int b = 0; b < nb; ++b)
+    for (int h = 0; h < nh; ++h)
+      for (int i = 0; i < t; ++i)
+        for (int e = 0; e < d; ++e) {
+          double exact = 0, mag = 0;
+          for (int j = 0; j < t; ++j) {
+            exact += prob(b, h, i, j) * value(b, h, j, 2 * c + e);
+            mag += std::fabs(prob(b, h, i, j) * value(b, h, j, 2 * c + e));
+          }
+          const double got = kamp::to_float(y_h[(std::size_t(b) * t + i) * c + h * d + e]);
+          worst = std::max(worst, std::fabs(got - exact) / (mag + 1e-30));
+        }
+  CHECK(worst <= 2.0 * (t + 2) * u + u_c);
+
+  // A gradient accumulated in place into the k columns of (B, T, 3C) rows: dk = 0.5 Pᵀ q + dk.
+  // The q and v columns stay as they were, bit for bit.
+  const auto grad = kamp::test::to_device<T, ExecSpace>(rows_h, "grad");
+  kamp::gemm_strided_batched(ExecSpace(), kamp::op::transpose, kamp::op::none, 0.5f, p, q, 1.0f,
+                             part(grad.data(), c, width), algorithm);
+  const auto grad_h = kamp::test::to_host(grad);
+  worst = 0;
+  int moved = 0;
+  for (int b = 0; b < nb; ++b)
+    for (int i = 0; i < t; ++i)
+      for (int col = 0; col < width; ++col) {
+        const std::size_t at = (std::size_t(b) * t + i) * width + col;
+        if (col < c || col >= 2 * c) {
+          moved += kamp::test::raw_bits(grad_h[at]) != kamp::test::raw_bits(rows_h[at]);
+          continue;
+        }
+        const int h = (col - c) / d, e = (col - c) % d;
+        double exact = 0, mag = 0;
+        for (int j = 0; j < t; ++j) {
+          exact += prob(b, h, j, i) * value(b, h, j, e);
+          mag += std::fabs(prob(b, h, j, i) * value(b, h, j, e));
+        }
+        const double before = kamp::to_float(rows_h[at]);
+        const double got = kamp::to_float(grad_h[at]);
+        worst = std::max(worst, std::fabs(got - (0.5 * exact + before)) / (0.5 * mag + std::fabs(before) + 1e-30));
+      }
+  CHECK(moved == 0);
+  CHECK(worst <= 2.0 * (t + 3) * u + u_c);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("rank-4 strided-batched gemm reads and writes attention heads in place", "[kernels][gemm]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  for (const auto algorithm : {kamp::gemm_algorithm::automatic, kamp::gemm_algorithm::portable}) {
+    check_heads_in_place<TestType, float>(algorithm);
+    check_heads_in_place<TestType, kamp::bf16>(algorithm);
+    check_heads_in_place<TestType, kamp::fp16>(algorithm);
+  }
+}
+
 TEST_CASE("gemm rejects mismatched shapes with the dimensions in the message", "[kernels][gemm]") {
   Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> a("a", 3, 4), b("b", 5, 6), c("c", 3, 6);
   CHECK_THROWS_WITH(

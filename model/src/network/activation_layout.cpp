@@ -54,14 +54,12 @@ std::array<activation_buffer, std::size_t(activation::count)> activation_layout(
   set(activation::ln_mean, "kamp::gpt::ln_mean", per_norm(n, false));
   set(activation::ln_rstd, "kamp::gpt::ln_rstd", per_norm(n, false));
   set(activation::ln_out, "kamp::gpt::ln_out", per_norm(n * c, true));
-  set(activation::qkv_heads, "kamp::gpt::qkv_heads", per_layer(3 * n * c, &types.attn));
   set(activation::probs, "kamp::gpt::probs", per_layer(s, nullptr));
   set(activation::probs_low, "kamp::gpt::probs_low", per_layer(s, &types.attn));
   set(activation::attn_out, "kamp::gpt::attn_out", per_layer(n * c, &types.attn));
   set(activation::fc_pre, "kamp::gpt::fc_pre", per_layer(n * m, nullptr));
   set(activation::fc_act, "kamp::gpt::fc_act", per_layer(n * m, &types.mlp));
-  set(activation::qkv_rows, "kamp::gpt::qkv_rows", {3 * n * c * wide});
-  set(activation::heads_out, "kamp::gpt::heads_out", {n * c * wide});
+  set(activation::qkv_rows, "kamp::gpt::qkv_rows", per_layer(3 * n * c, &types.attn));
   set(activation::logits, "kamp::gpt::logits", {n * v * r});
   set(activation::losses, "kamp::gpt::losses", {n * r});
   set(activation::tokens, "kamp::gpt::tokens", {n * sizeof(int)});
@@ -72,10 +70,8 @@ std::array<activation_buffer, std::size_t(activation::count)> activation_layout(
   set(activation::dfc_act, "kamp::gpt::dfc_act", {n * m * r});
   set(activation::dfc_pre, "kamp::gpt::dfc_pre", {n * m * wide});
   set(activation::dattn_out, "kamp::gpt::dattn_out", {n * c * wide});
-  set(activation::dheads, "kamp::gpt::dheads", {n * c * wide});
   set(activation::dprobs, "kamp::gpt::dprobs", {s * r});
   set(activation::dscores, "kamp::gpt::dscores", {s * wide});
-  set(activation::dqkv_heads, "kamp::gpt::dqkv_heads", {3 * n * c * wide});
   set(activation::dqkv_rows, "kamp::gpt::dqkv_rows", {3 * n * c * wide});
   set(activation::dlogits, "kamp::gpt::dlogits", {n * v * size_of(types.head)});
   set(activation::bias, "kamp::gpt::bias", {std::max(3 * c, m) * r});

@@ -114,7 +114,7 @@ template <class P, class T>
 struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
   using v = views<memory_space>;
   const gpt& model;
-  const std::size_t rows, width, hidden, vocab, context, heads, head_size;
+  const std::size_t rows, width, hidden, vocab, context, heads, head_size, batch;
   const std::size_t head_count;  ///< B·H: the attention matrices of a micro-batch
   const float attention_scale;   ///< 1/√D
 
@@ -128,6 +128,7 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
         context(m.config_.context),
         heads(m.config_.heads),
         head_size(width / heads),
+        batch(std::size_t(m.batch_)),
         head_count(std::size_t(m.batch_) * heads),
         attention_scale(float(1.0 / std::sqrt(double(head_size)))) {}
 
@@ -139,15 +140,20 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
   typename v::template matrix<Real> real(activation a, std::size_t copy, std::size_t r, std::size_t c) const {
     return v::template as_matrix<Real>((*model.buf_)(a, copy), r, c);
   }
-  /// Part `part` (q, k, v: 0, 1, 2) of the B·H (T, D) head matrices stored part after part at `data`.
+  /// Part `part` (q, k, v: 0, 1, 2) of rows of `parts`·C columns at `data` (the QKV projection
+  /// and its gradient: 3; the merged heads: 1) as (B, H) head matrices (T, D), in place: the
+  /// attention GEMMs read and write the Linear layers' rows, with no copy to a head-major
+  /// layout and none back.
   template <class U>
-  typename v::template batched<U> head_matrices(U* data, std::size_t part = 0) const {
-    return v::as_batched(data + part * rows * width, head_count, context, head_size);
+  typename v::template heads<U> head_matrices(U* data, std::size_t parts, std::size_t part = 0) const {
+    const std::size_t row = parts * width;
+    return typename v::template heads<U>(
+        data + part * width, Kokkos::LayoutStride(batch, context * row, heads, head_size, context, row, head_size, 1));
   }
-  /// The B·H (T, T) score or probability matrices at `data`.
+  /// The (B, H) (T, T) score or probability matrices at `data`.
   template <class U>
-  typename v::template batched<U> score_matrices(U* data) const {
-    return v::as_batched(data, head_count, context, context);
+  typename v::template scores<U> score_matrices(U* data) const {
+    return typename v::template scores<U>(data, batch, heads, context, context);
   }
   typename v::template vector<Real> grad(std::size_t i) const {
     return typename v::template vector<Real>(model.grad_at_[i], model.table()[i].size);
@@ -301,26 +307,22 @@ void gpt<Real, ES>::attention_forward(int l) {
   const std::size_t n = ctx.rows, c = ctx.width;
   constexpr layer_part attn = layer_part::attention;
   norm_forward<P, T>(2 * l, p.ln1, l, attn, "ln1");
-  const auto qkv = ctx.compute(activation::qkv_rows, 0, n, 3 * c);
+  const auto qkv = ctx.compute(activation::qkv_rows, l, n, 3 * c);
   linear(space_, ctx.compute(activation::ln_out, 2 * l, n, c), ctx.gemm(p.qkv.weight), qkv, ctx.bias(p.qkv.bias));
   note(l, attn, "attn.qkv", false, qkv);
 
-  // q, k and v as 3 blocks of (B·H) contiguous (T, D) matrices: one GEMM each.
-  const auto qkv_heads = ctx.compute(activation::qkv_heads, l, 3 * n, c);
-  split_heads(space_, read_only(qkv), batch_, config_.heads, 3, flat(qkv_heads));
-  const auto q = ctx.head_matrices(qkv_heads.data(), 0), k = ctx.head_matrices(qkv_heads.data(), 1),
-             val = ctx.head_matrices(qkv_heads.data(), 2);
+  // q, k and v read where the projection wrote them: one GEMM each over all (B, H) heads.
+  const T* rows = qkv.data();
+  const auto q = ctx.head_matrices(rows, 3, 0), k = ctx.head_matrices(rows, 3, 1), val = ctx.head_matrices(rows, 3, 2);
   const auto probs = ctx.real(activation::probs, l, ctx.head_count * ctx.context, ctx.context);
   gemm_strided_batched(space_, op::none, op::transpose, ctx.attention_scale, q, k, 0.0f,
                        ctx.score_matrices(probs.data()));
   note(l, attn, "attn.scores", false, probs);
   const auto probs_low = ctx.compute(activation::probs_low, l, ctx.head_count * ctx.context, ctx.context);
   causal_softmax_forward(space_, probs, probs_low);
-  const auto y = ctx.compute(activation::heads_out, 0, n, c);
-  gemm_strided_batched(space_, op::none, op::none, 1.0f, ctx.score_matrices(probs_low.data()), val, 0.0f,
-                       ctx.head_matrices(y.data()));
   const auto atty = ctx.compute(activation::attn_out, l, n, c);
-  merge_heads(space_, read_only(flat(y)), batch_, config_.heads, 1, atty);
+  gemm_strided_batched(space_, op::none, op::none, 1.0f, ctx.score_matrices(probs_low.data()), val, 0.0f,
+                       ctx.head_matrices(atty.data(), 1));
   note(l, attn, "attn.values", false, atty);
 
   const auto out = ctx.real(activation::residual, 2 * l + 1, n, c);
@@ -457,14 +459,13 @@ void gpt<Real, ES>::attention_backward(int l) {
   residual_branch_backward<P, T>(p.attn_proj, ctx.compute(activation::attn_out, l, n, c), datty);
   note(l, attn, "attn.proj", true, datty);
 
-  const auto dheads = ctx.compute(activation::dheads, 0, n, c);
-  split_heads(space_, read_only(datty), batch_, config_.heads, 1, flat(dheads));
-  const auto dout = ctx.head_matrices(dheads.data());
-  const T* qkv_heads = ctx.compute(activation::qkv_heads, l, 3 * n, c).data();
-  const auto q = ctx.head_matrices(qkv_heads, 0), k = ctx.head_matrices(qkv_heads, 1),
-             val = ctx.head_matrices(qkv_heads, 2);
-  T* dqkv = ctx.compute(activation::dqkv_heads, 0, 3 * n, c).data();
-  const auto dq = ctx.head_matrices(dqkv, 0), dk = ctx.head_matrices(dqkv, 1), dv = ctx.head_matrices(dqkv, 2);
+  const auto dout = ctx.head_matrices(static_cast<const T*>(datty.data()), 1);
+  const T* rows = ctx.compute(activation::qkv_rows, l, n, 3 * c).data();
+  const auto q = ctx.head_matrices(rows, 3, 0), k = ctx.head_matrices(rows, 3, 1), val = ctx.head_matrices(rows, 3, 2);
+  // dq, dk and dv written side by side into the rows the QKV Linear's backward pass reads.
+  const auto dqkv_rows = ctx.compute(activation::dqkv_rows, 0, n, 3 * c);
+  const auto dq = ctx.head_matrices(dqkv_rows.data(), 3, 0), dk = ctx.head_matrices(dqkv_rows.data(), 3, 1),
+             dv = ctx.head_matrices(dqkv_rows.data(), 3, 2);
   const auto probs = ctx.real(activation::probs, l, score_rows, ctx.context);
   const T* probs_low = ctx.compute(activation::probs_low, l, score_rows, ctx.context).data();
   const auto dprobs = ctx.real(activation::dprobs, 0, score_rows, ctx.context);
@@ -476,9 +477,6 @@ void gpt<Real, ES>::attention_backward(int l) {
   const auto ds = ctx.score_matrices(static_cast<const T*>(dscores.data()));
   gemm_strided_batched(space_, op::none, op::none, ctx.attention_scale, ds, k, 0.0f, dq);
   gemm_strided_batched(space_, op::transpose, op::none, ctx.attention_scale, ds, q, 0.0f, dk);
-  const auto dqkv_rows = ctx.compute(activation::dqkv_rows, 0, n, 3 * c);
-  merge_heads(space_, read_only(flat(ctx.compute(activation::dqkv_heads, 0, 3 * n, c))), batch_, config_.heads, 3,
-              dqkv_rows);
   const auto dln = ctx.real(activation::dln, 0, n, c);
   linear_backward(space_, read_only(dqkv_rows), ctx.gemm(p.qkv.weight), ctx.compute(activation::ln_out, 2 * l, n, c),
                   dln, ctx.grad_matrix(p.qkv.weight), dqkv_rows, ctx.grad(p.qkv.bias));

@@ -22,6 +22,11 @@ struct views {
   using matrix = Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
   template <class T>
   using batched = Kokkos::View<T***, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
+  /// (B, H, rows, cols): attention's per-head matrices, contiguous (scores) or inside rows (heads)
+  template <class T>
+  using scores = Kokkos::View<T****, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
+  template <class T>
+  using heads = Kokkos::View<T****, Kokkos::LayoutStride, M, Kokkos::MemoryUnmanaged>;
   template <class T>
   using vector = Kokkos::View<T*, M, Kokkos::MemoryUnmanaged>;
   using bytes = Kokkos::View<char*, M>;

@@ -128,7 +128,7 @@ double activation_bytes(const gpt_config& model, const layer_sizes& layers, int 
         return norms * n * r;
       case activation::ln_out:
         return n * c * norm_consumers;
-      case activation::qkv_heads:
+      case activation::qkv_rows:
         return 3 * n * c * attn;
       case activation::probs:
         return layers.blocks * s * r;
@@ -140,14 +140,10 @@ double activation_bytes(const gpt_config& model, const layer_sizes& layers, int 
         return layers.blocks * n * m * r;
       case activation::fc_act:
         return n * m * mlp;
-      case activation::qkv_rows:
-      case activation::dqkv_heads:
       case activation::dqkv_rows:
         return 3 * n * c * wide;
-      case activation::heads_out:
       case activation::dresid_low:
       case activation::dattn_out:
-      case activation::dheads:
         return n * c * wide;
       case activation::logits:
         return n * v * r;

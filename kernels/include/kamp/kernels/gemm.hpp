@@ -33,7 +33,8 @@ using gemm_accum_t = common_accum_t<typename AView::non_const_value_type, typena
                                     typename CView::non_const_value_type>;
 
 /// Checks op(A) op(B) against C and describes the problem in raw pointers and strides. Works for
-/// rank-2 views (one matrix) and rank-3 views (batch, rows, cols) alike.
+/// rank-2 views (one matrix), rank-3 views (batch, rows, cols) and rank-4 views (batch, inner
+/// batch, rows, cols) alike.
 template <class AView, class BView, class CView>
 auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
                        const CView& C, const gemm_accum_t<AView, BView, CView>* bias, std::size_t bias_size) {
@@ -42,23 +43,31 @@ auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AVi
   check_gemm_operand(B, "B");
   check_gemm_operand(C, "C");
   const bool ta = op_a == op::transpose, tb = op_b == op::transpose;
-  const int batch = r == 3 ? int(C.extent(0)) : 1;
+  const auto batches = [](const auto& v) {
+    std::string s;
+    for (int d = 0; d < r - 2; ++d) s += (d ? "x" : "") + std::to_string(v.extent(d));
+    return s;
+  };
+  const auto batches_of = [](const auto& v, int d) { return d < r - 2 ? int(v.extent(d)) : 1; };
+  const int inner = r == 4 ? int(C.extent(1)) : 1;
+  const int batch = batches_of(C, 0) * inner;
   const int m = int(A.extent(ta ? r - 1 : r - 2)), k = int(A.extent(ta ? r - 2 : r - 1));
   const int kb = int(B.extent(tb ? r - 1 : r - 2)), n = int(B.extent(tb ? r - 2 : r - 1));
-  const bool batches_agree = r == 2 || (int(A.extent(0)) == batch && int(B.extent(0)) == batch);
+  bool batches_agree = true;
+  for (int d = 0; d < r - 2; ++d)
+    batches_agree = batches_agree && batches_of(A, d) == batches_of(C, d) && batches_of(B, d) == batches_of(C, d);
   if (!batches_agree || k != kb || int(C.extent(r - 2)) != m || int(C.extent(r - 1)) != n)
-    throw std::invalid_argument(std::string(api) + ": " +
-                                (r == 3 ? "batches " + std::to_string(A.extent(0)) + "/" + std::to_string(B.extent(0)) +
-                                              "/" + std::to_string(batch) + ", "
-                                        : std::string()) +
-                                "op(A) is " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) is " +
-                                std::to_string(kb) + "x" + std::to_string(n) + ", C is " +
-                                std::to_string(C.extent(r - 2)) + "x" + std::to_string(C.extent(r - 1)) + "; need " +
-                                (r == 3 ? "equal batches and " : "") + "op(A) MxK, op(B) KxN, C MxN");
+    throw std::invalid_argument(
+        std::string(api) + ": " +
+        (r > 2 ? "batches " + batches(A) + "/" + batches(B) + "/" + batches(C) + ", " : std::string()) + "op(A) is " +
+        std::to_string(m) + "x" + std::to_string(k) + ", op(B) is " + std::to_string(kb) + "x" + std::to_string(n) +
+        ", C is " + std::to_string(C.extent(r - 2)) + "x" + std::to_string(C.extent(r - 1)) + "; need " +
+        (r > 2 ? "equal batches and " : "") + "op(A) MxK, op(B) KxN, C MxN");
   if (bias != nullptr && int(bias_size) != n)
     throw std::invalid_argument(std::string(api) + ": bias has " + std::to_string(bias_size) + " elements, C has " +
                                 std::to_string(n) + " columns");
-  const auto batch_stride = [](const auto& v) { return r == 3 ? std::int64_t(v.stride(0)) : std::int64_t(0); };
+  const auto batch_stride = [](const auto& v) { return r > 2 ? std::int64_t(v.stride(0)) : std::int64_t(0); };
+  const auto inner_stride = [](const auto& v) { return r == 4 ? std::int64_t(v.stride(1)) : std::int64_t(0); };
   using TA = typename AView::non_const_value_type;
   using TB = typename BView::non_const_value_type;
   using TC = typename CView::non_const_value_type;
@@ -79,7 +88,11 @@ auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AVi
                                   C.data(),
                                   std::int64_t(C.stride(r - 2)),
                                   batch_stride(C),
-                                  bias};
+                                  bias,
+                                  inner,
+                                  inner_stride(A),
+                                  inner_stride(B),
+                                  inner_stride(C)};
 }
 
 }  // namespace detail
@@ -148,13 +161,18 @@ void gemm(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AVie
   detail::gemm_dispatch(space, p, algorithm);
 }
 
-/// \brief C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for every b, on rank-3 views
-/// (batch, rows, cols) whose batch stride may be anything (sub-views of attention heads).
+/// \brief C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for every batch b, on rank-3 views
+/// (batch, rows, cols) or rank-4 views (batch, inner batch, rows, cols) whose batch strides may
+/// be anything. Rank 4 lets attention read its heads in place: the (B, H) matrices of one head
+/// width inside (B, T, k·C) projection rows, strides (T·k·C, D, k·C, 1), with no copy to a
+/// head-major layout and none back.
 template <class ExecutionSpace, class AView, class BView, class CView>
 void gemm_strided_batched(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AView& A, const BView& B,
                           float beta, const CView& C, gemm_algorithm algorithm = gemm_algorithm::automatic) {
-  static_assert(AView::rank == 3 && BView::rank == 3 && CView::rank == 3,
-                "kamp::gemm_strided_batched: A, B and C must be rank-3 views (batch, rows, cols)");
+  constexpr int rank = CView::rank;
+  static_assert(int(AView::rank) == rank && int(BView::rank) == rank && (rank == 3 || rank == 4),
+                "kamp::gemm_strided_batched: A, B and C must be rank-3 views (batch, rows, cols) or rank-4 views "
+                "(batch, inner batch, rows, cols)");
   const auto p = detail::make_gemm_problem("kamp::gemm_strided_batched", op_a, op_b, alpha, A, B, beta, C, nullptr, 0);
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   detail::gemm_dispatch(space, p, algorithm);

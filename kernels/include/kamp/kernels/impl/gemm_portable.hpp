@@ -16,6 +16,9 @@ namespace kamp::detail {
 /// One (strided-batched) GEMM on raw row-major pointers: for each batch b,
 /// C_b = alpha * op(A_b) * op(B_b) + beta * C_b (+ bias broadcast over rows).
 /// op(A) is M x K, op(B) is K x N; ld* are row strides, stride_* batch strides (elements).
+/// Batches may have two dimensions, (batch / inner) x inner, as attention heads read in place
+/// from a (B, T, 3, H, D) projection: batch b's operand X starts at
+/// (b / inner)·stride_x + (b % inner)·inner_stride_x.
 template <class TA, class TB, class TC>
 struct gemm_problem {
   /// fp32, or fp64 when an operand is fp64 (reference builds): products, sums, alpha, beta, bias
@@ -30,6 +33,21 @@ struct gemm_problem {
   TC* c;
   std::int64_t ldc, stride_c;
   const accum* bias;  ///< (N) or nullptr
+  int inner = 1;      ///< batches of the inner batch dimension; 1 for one batch dimension
+  std::int64_t inner_stride_a = 0, inner_stride_b = 0, inner_stride_c = 0;
+
+  KOKKOS_INLINE_FUNCTION std::int64_t offset(int batch_index, std::int64_t stride, std::int64_t inner_stride) const {
+    return std::int64_t(batch_index / inner) * stride + std::int64_t(batch_index % inner) * inner_stride;
+  }
+  KOKKOS_INLINE_FUNCTION const TA* a_of(int i) const { return a + offset(i, stride_a, inner_stride_a); }
+  KOKKOS_INLINE_FUNCTION const TB* b_of(int i) const { return b + offset(i, stride_b, inner_stride_b); }
+  KOKKOS_INLINE_FUNCTION TC* c_of(int i) const { return c + offset(i, stride_c, inner_stride_c); }
+  /// Whether one batch stride per operand reaches every batch (cublasGemmStridedBatchedEx's
+  /// form): the inner stride, where the outer one is `inner` inner strides.
+  bool one_batch_stride() const {
+    return inner == 1 || (inner_stride_a * inner == stride_a && inner_stride_b * inner == stride_b &&
+                          inner_stride_c * inner == stride_c);
+  }
 };
 
 /// Tile sizes of the portable kernel per execution space. CPU threads work alone on a tile
@@ -107,9 +125,9 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
     const int tile = team.league_rank();
     const int batch = tile / (tiles_m * tiles_n);
     const int row0 = (tile / tiles_n) % tiles_m * TM, col0 = tile % tiles_n * TN;
-    const TA* a = p.a + batch * p.stride_a;
-    const TB* b = p.b + batch * p.stride_b;
-    TC* c = p.c + batch * p.stride_c;
+    const TA* a = p.a_of(batch);
+    const TB* b = p.b_of(batch);
+    TC* c = p.c_of(batch);
     scratch as(team.team_scratch(level), TM * TK), bs(team.team_scratch(level), TK * TN),
         cs(team.team_scratch(level), TM * TN);
     const int rank = team.team_rank(), size = team.team_size();

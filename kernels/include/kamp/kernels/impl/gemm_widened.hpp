@@ -57,14 +57,14 @@ class widening_workspace {
   std::mutex mutex_;
 };
 
-/// Copies `batch` matrices of rows x cols (row stride ld, batch stride stride) into dst as
+/// Copies `batch` matrices of rows x cols (row stride ld, batch b at src + at(b)) into dst as
 /// contiguous fp32, batch after batch.
-template <class T>
+template <class T, class BatchOffset>
 void widen_matrices(const Kokkos::DefaultHostExecutionSpace& space, float* dst, const T* src, int batch, int rows,
-                    int cols, std::int64_t ld, std::int64_t stride) {
+                    int cols, std::int64_t ld, BatchOffset at) {
   Kokkos::parallel_for("kamp::gemm::widen",
                        Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(space, 0, batch * rows), [=](int r) {
-                         const T* KAMP_RESTRICT in = src + (r / rows) * stride + std::int64_t(r % rows) * ld;
+                         const T* KAMP_RESTRICT in = src + at(r / rows) + std::int64_t(r % rows) * ld;
                          float* KAMP_RESTRICT out = dst + std::int64_t(r) * cols;
                          KAMP_SIMD()
                          for (int c = 0; c < cols; ++c) out[c] = load_float(in + c);
@@ -105,7 +105,7 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
     const std::lock_guard<std::mutex> lock(w.mutex());
     float* c = c_is_fp32 ? nullptr : w.get(2, std::size_t(p.batch) * p.m * p.n);
     if constexpr (!c_is_fp32) {
-      if (p.beta != 0.0f) widen_matrices(space, c, p.c, p.batch, p.m, p.n, p.ldc, p.stride_c);
+      if (p.beta != 0.0f) widen_matrices(space, c, p.c, p.batch, p.m, p.n, p.ldc, offsets_c(p));
     }
     if (form(p) == staging::c_only) {
       space.fence();  // the vendor may run on its own threads
@@ -118,9 +118,11 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
       float* a = std::is_same_v<TA, float> ? nullptr : w.get(0, elements(a_rows, a_cols));
       float* b = std::is_same_v<TB, float> ? nullptr : w.get(1, elements(b_rows, b_cols));
       if constexpr (!std::is_same_v<TA, float>)
-        widen_matrices(space, a, p.a, p.batch, a_rows, a_cols, p.lda, p.stride_a);
+        widen_matrices(space, a, p.a, p.batch, a_rows, a_cols, p.lda,
+                       [p](int i) { return p.offset(i, p.stride_a, p.inner_stride_a); });
       if constexpr (!std::is_same_v<TB, float>)
-        widen_matrices(space, b, p.b, p.batch, b_rows, b_cols, p.ldb, p.stride_b);
+        widen_matrices(space, b, p.b, p.batch, b_rows, b_cols, p.ldb,
+                       [p](int i) { return p.offset(i, p.stride_b, p.inner_stride_b); });
       space.fence();
       const auto s = staged<float, float>(p, a, b, c);
       route(s).run(space, s);
@@ -128,10 +130,11 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
     if constexpr (!c_is_fp32) {
       TC* out = p.c;
       const int m = p.m, n = p.n;
-      const std::int64_t ldc = p.ldc, stride_c = p.stride_c;
+      const std::int64_t ldc = p.ldc;
+      const auto at = offsets_c(p);
       Kokkos::parallel_for("kamp::gemm::round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, p.batch * m), [=](int r) {
         const float* KAMP_RESTRICT in = c + std::int64_t(r) * n;
-        TC* KAMP_RESTRICT row = out + (r / m) * stride_c + std::int64_t(r % m) * ldc;
+        TC* KAMP_RESTRICT row = out + at(r / m) + std::int64_t(r % m) * ldc;
         KAMP_SIMD()
         for (int j = 0; j < n; ++j) store_nearest(row + j, in[j]);
       });
@@ -141,6 +144,10 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
 
  private:
   enum class staging { none, c_only, all };
+
+  static auto offsets_c(const problem& p) {
+    return [p](int i) { return p.offset(i, p.stride_c, p.inner_stride_c); };
+  }
 
   template <class SA, class SB>
   static gemm_route<ExecutionSpace, SA, SB, float> route(const gemm_problem<SA, SB, float>& s) {
@@ -165,22 +172,31 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
     const std::int64_t a_cols = p.trans_a ? p.m : p.k, b_cols = p.trans_b ? p.k : p.n;
     gemm_problem<SA, SB, float> s{p.m, p.n, p.k,     p.batch, p.trans_a, p.trans_b, p.alpha, p.beta, nullptr,
                                   0,   0,   nullptr, 0,       0,         nullptr,   0,       0,      p.bias};
+    s.inner = p.inner;
+    // A staged operand is contiguous: `inner` matrices of `size` elements per outer batch.
+    const auto contiguous = [&](std::int64_t size, std::int64_t& stride, std::int64_t& inner_stride) {
+      stride = size * p.inner;
+      inner_stride = size;
+    };
     if constexpr (std::is_same_v<SA, TA>) {
-      s.a = p.a, s.lda = p.lda, s.stride_a = p.stride_a;
+      s.a = p.a, s.lda = p.lda, s.stride_a = p.stride_a, s.inner_stride_a = p.inner_stride_a;
     } else {
-      s.a = a, s.lda = a_cols, s.stride_a = a_cols * (p.trans_a ? p.k : p.m);
+      s.a = a, s.lda = a_cols;
+      contiguous(a_cols * (p.trans_a ? p.k : p.m), s.stride_a, s.inner_stride_a);
     }
     if constexpr (std::is_same_v<SB, TB>) {
-      s.b = p.b, s.ldb = p.ldb, s.stride_b = p.stride_b;
+      s.b = p.b, s.ldb = p.ldb, s.stride_b = p.stride_b, s.inner_stride_b = p.inner_stride_b;
     } else {
-      s.b = b, s.ldb = b_cols, s.stride_b = b_cols * (p.trans_b ? p.n : p.k);
+      s.b = b, s.ldb = b_cols;
+      contiguous(b_cols * (p.trans_b ? p.n : p.k), s.stride_b, s.inner_stride_b);
     }
     if constexpr (c_is_fp32) {
-      s.c = p.c, s.ldc = p.ldc, s.stride_c = p.stride_c;
+      s.c = p.c, s.ldc = p.ldc, s.stride_c = p.stride_c, s.inner_stride_c = p.inner_stride_c;
     } else {
-      s.c = c, s.ldc = p.n, s.stride_c = std::int64_t(p.m) * p.n;
+      s.c = c, s.ldc = p.n;
+      contiguous(std::int64_t(p.m) * p.n, s.stride_c, s.inner_stride_c);
     }
-    if (p.batch == 1) s.stride_a = s.stride_b = s.stride_c = 0;
+    if (p.batch == 1) s.stride_a = s.stride_b = s.stride_c = s.inner_stride_a = s.inner_stride_b = s.inner_stride_c = 0;
     return s;
   }
 };

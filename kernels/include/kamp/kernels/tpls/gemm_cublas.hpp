@@ -80,12 +80,20 @@ struct gemm_tpl<cublas_path, Kokkos::Cuda, TA, TB, TC> {
     cublasSetStream(h, space.cuda_stream());
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
     const cublasOperation_t opb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opa = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasStatus_t s =
-        cublasGemmStridedBatchedEx(h, opb, opa, p.n, p.m, p.k, &p.alpha, p.b, cuda_type<TB>(), int(p.ldb), p.stride_b,
-                                   p.a, cuda_type<TA>(), int(p.lda), p.stride_a, &p.beta, p.c, cuda_type<TC>(),
-                                   int(p.ldc), p.stride_c, p.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (s != CUBLAS_STATUS_SUCCESS)
-      throw std::runtime_error("kamp::gemm: cublasGemmStridedBatchedEx failed with status " + std::to_string(int(s)));
+    // Two batch dimensions with one stride between all batches are one; otherwise one call per
+    // outer batch, each over the inner batches.
+    const bool one_call = p.one_batch_stride();
+    const int calls = one_call ? 1 : p.batch / p.inner, per_call = one_call ? p.batch : p.inner;
+    const auto stride = [&](std::int64_t outer, std::int64_t inner) { return p.inner == 1 ? outer : inner; };
+    for (int o = 0; o < calls; ++o) {
+      const cublasStatus_t s = cublasGemmStridedBatchedEx(
+          h, opb, opa, p.n, p.m, p.k, &p.alpha, p.b_of(o * p.inner), cuda_type<TB>(), int(p.ldb),
+          stride(p.stride_b, p.inner_stride_b), p.a_of(o * p.inner), cuda_type<TA>(), int(p.lda),
+          stride(p.stride_a, p.inner_stride_a), &p.beta, p.c_of(o * p.inner), cuda_type<TC>(), int(p.ldc),
+          stride(p.stride_c, p.inner_stride_c), per_call, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      if (s != CUBLAS_STATUS_SUCCESS)
+        throw std::runtime_error("kamp::gemm: cublasGemmStridedBatchedEx failed with status " + std::to_string(int(s)));
+    }
   }
 };
 

@@ -68,8 +68,9 @@ class dnnl_context {
     static dnnl_context context;
     return context;
   }
-  using key = std::tuple<int, int, int, int, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, std::int64_t, float, float, bool, dtype, dtype, dtype>;
+  using key =
+      std::tuple<int, int, int, int, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                 std::int64_t, float, float, bool, dtype, dtype, dtype, int, std::int64_t, std::int64_t, std::int64_t>;
 
   /// The whole (strided-batched) problem as one matmul where oneDNN has an optimized batched
   /// kernel for its strides, else one 2-D matmul per batch (oneDNN's reference batched kernel
@@ -80,9 +81,9 @@ class dnnl_context {
     entry& e = find(p);
     float alpha = p.alpha;
     for (int b = 0; b < (e.per_batch ? p.batch : 1); ++b) {
-      dnnl::memory a(e.a, engine_, const_cast<TA*>(p.a + b * p.stride_a));
-      dnnl::memory bm(e.b, engine_, const_cast<TB*>(p.b + b * p.stride_b));
-      dnnl::memory c(e.c, engine_, p.c + b * p.stride_c);
+      dnnl::memory a(e.a, engine_, const_cast<TA*>(p.a_of(b)));
+      dnnl::memory bm(e.b, engine_, const_cast<TB*>(p.b_of(b)));
+      dnnl::memory c(e.c, engine_, p.c_of(b));
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, c}};
       if (p.bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, const_cast<float*>(p.bias)));
       if (p.alpha != 1.0f) dnnl_alpha_argument(args, engine_, &alpha);
@@ -142,7 +143,11 @@ class dnnl_context {
                 p.bias != nullptr,
                 dtype_of<TA>(),
                 dtype_of<TB>(),
-                dtype_of<TC>()};
+                dtype_of<TC>(),
+                p.inner,
+                p.inner_stride_a,
+                p.inner_stride_b,
+                p.inner_stride_c};
     auto it = cache_.find(k);
     if (it == cache_.end()) it = cache_.emplace(k, make(p)).first;
     return it->second;
@@ -191,20 +196,28 @@ class dnnl_context {
   entry make(const gemm_problem<TA, TB, TC>& p, int batch) {
     using dims = dnnl::memory::dims;
     using dt = dnnl::memory::data_type;
-    // Row-major with leading dimensions, and (for batch > 1) a leading batch dimension with its
-    // stride; a transposed operand is the same memory read with swapped strides.
-    const auto desc = [batch](dnnl::memory::dim rows, dnnl::memory::dim cols, dt type, std::int64_t ld,
-                              std::int64_t stride, bool transposed) {
+    // Row-major with leading dimensions, and (for batch > 1) one or two leading batch
+    // dimensions with their strides; a transposed operand is the same memory read with swapped
+    // strides.
+    const int inner = batch == 1 ? 1 : p.inner;
+    const auto desc = [batch, inner](dnnl::memory::dim rows, dnnl::memory::dim cols, dt type, std::int64_t ld,
+                                     std::int64_t stride, std::int64_t inner_stride, bool transposed) {
       const dims matrix = transposed ? dims{1, ld} : dims{ld, 1};
       if (batch == 1) return dnnl::memory::desc({rows, cols}, type, matrix);
-      return dnnl::memory::desc({batch, rows, cols}, type, dims{stride, matrix[0], matrix[1]});
+      if (inner == 1) return dnnl::memory::desc({batch, rows, cols}, type, dims{stride, matrix[0], matrix[1]});
+      return dnnl::memory::desc({batch / inner, inner, rows, cols}, type,
+                                dims{stride, inner_stride, matrix[0], matrix[1]});
     };
-    const dnnl::memory::desc a = desc(p.m, p.k, type_of<TA>(), p.lda, p.stride_a, p.trans_a);
-    const dnnl::memory::desc b = desc(p.k, p.n, type_of<TB>(), p.ldb, p.stride_b, p.trans_b);
-    const dnnl::memory::desc c = desc(p.m, p.n, type_of<TC>(), p.ldc, p.stride_c, false);
-    const dnnl::memory::desc bias = p.bias == nullptr ? dnnl::memory::desc()
-                                    : batch == 1      ? dnnl::memory::desc({1, p.n}, dt::f32, dims{p.n, 1})
-                                                      : dnnl::memory::desc({1, 1, p.n}, dt::f32, dims{p.n, p.n, 1});
+    const dnnl::memory::desc a = desc(p.m, p.k, type_of<TA>(), p.lda, p.stride_a, p.inner_stride_a, p.trans_a);
+    const dnnl::memory::desc b = desc(p.k, p.n, type_of<TB>(), p.ldb, p.stride_b, p.inner_stride_b, p.trans_b);
+    const dnnl::memory::desc c = desc(p.m, p.n, type_of<TC>(), p.ldc, p.stride_c, p.inner_stride_c, false);
+    const auto bias_desc = [&] {
+      if (p.bias == nullptr) return dnnl::memory::desc();
+      if (batch == 1) return dnnl::memory::desc({1, p.n}, dt::f32, dims{p.n, 1});
+      if (inner == 1) return dnnl::memory::desc({1, 1, p.n}, dt::f32, dims{p.n, p.n, 1});
+      return dnnl::memory::desc({1, 1, 1, p.n}, dt::f32, dims{p.n, p.n, p.n, 1});
+    };
+    const dnnl::memory::desc bias = bias_desc();
     dnnl::primitive_attr attr;
     if (p.alpha != 1.0f) dnnl_set_alpha(attr, p.alpha);
     if (p.beta != 0.0f) {

@@ -42,9 +42,9 @@ struct gemm_tpl<kokkosblas_path, Kokkos::DefaultHostExecutionSpace, float, float
     using view = Kokkos::View<float**, Kokkos::LayoutRight, memory, Kokkos::MemoryUnmanaged>;
     using const_view = Kokkos::View<const float**, Kokkos::LayoutRight, memory, Kokkos::MemoryUnmanaged>;
     for (int b = 0; b < p.batch; ++b) {
-      const const_view a(p.a + b * p.stride_a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k);
-      const const_view bm(p.b + b * p.stride_b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n);
-      const view c(p.c + b * p.stride_c, p.m, p.n);
+      const const_view a(p.a_of(b), p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k);
+      const const_view bm(p.b_of(b), p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n);
+      const view c(p.c_of(b), p.m, p.n);
       KokkosBlas::gemm(p.trans_a ? "T" : "N", p.trans_b ? "T" : "N", p.alpha, a, bm, p.beta, c);
     }
   }

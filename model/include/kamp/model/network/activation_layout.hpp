@@ -18,14 +18,12 @@ enum class activation : int {
   ln_mean,
   ln_rstd,
   ln_out,  // per LayerNorm
-  qkv_heads,
+  qkv_rows,
   probs,
   probs_low,
   attn_out,
   fc_pre,
   fc_act,  // per layer
-  qkv_rows,
-  heads_out,
   logits,
   losses,
   tokens,
@@ -35,11 +33,9 @@ enum class activation : int {
   dln,
   dfc_act,
   dfc_pre,
-  dattn_out,
-  dheads,  // backward, once
+  dattn_out,  // backward, once
   dprobs,
   dscores,
-  dqkv_heads,
   dqkv_rows,
   dlogits,
   bias,
