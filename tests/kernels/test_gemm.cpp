@@ -1,6 +1,7 @@
 // GEMM against an fp64 reference on the same (already rounded) inputs, with the bound
 // |C - C64| <= c * K * 2^-24 * sum_k |a||b|  (+ one rounding of C when C is 16-bit).
 #include <kamp/kernels/gemm.hpp>
+#include <kamp/kernels/gemm_epilogue.hpp>
 
 #include "../support/catch.hpp"
 
@@ -477,6 +478,76 @@ TEMPLATE_TEST_CASE("rank-4 strided-batched gemm reads and writes attention heads
     check_heads_in_place<TestType, kamp::bf16>(algorithm);
     check_heads_in_place<TestType, kamp::fp16>(algorithm);
   }
+}
+
+namespace {
+
+// Linear + GELU with the pre-activation kept: on every path the unfused composition (gemm with
+// bias, then gelu_forward of what it stored) bit for bit, and pre within the GEMM bound of fp64.
+template <class ExecSpace, class T, class Y>
+void check_bias_gelu(kamp::gemm_algorithm algorithm, kamp::op op_b) {
+  using memory = typename ExecSpace::memory_space;
+  const int m = 45, n = 70, k = 33;  // edge tiles in every dimension
+  const bool tb = op_b == kamp::op::transpose;
+  const auto a_h = kamp::test::narrowed<T>(kamp::test::normal_values(std::size_t(m) * k, 1.0f, 51));
+  const auto b_h = kamp::test::narrowed<T>(kamp::test::normal_values(std::size_t(k) * n, 0.3f, 52));
+  const auto bias_h = kamp::test::normal_values(std::size_t(n), 0.5f, 53);
+  const auto a_d = kamp::test::to_device<T, ExecSpace>(a_h, "a"), b_d = kamp::test::to_device<T, ExecSpace>(b_h, "b");
+  const Kokkos::View<const T**, Kokkos::LayoutRight, memory> a(a_d.data(), m, k), b(b_d.data(), tb ? n : k, tb ? k : n);
+  const Kokkos::View<const float*, memory> bias(kamp::test::to_device<float, ExecSpace>(bias_h, "bias"));
+  const Kokkos::View<float**, Kokkos::LayoutRight, memory> pre("pre", m, n), pre_unfused("pre_unfused", m, n);
+  const Kokkos::View<Y**, Kokkos::LayoutRight, memory> act("act", m, n), act_unfused("act_unfused", m, n);
+  kamp::gemm_bias_gelu(ExecSpace(), kamp::op::none, op_b, 1.0f, a, b, bias, pre, act, algorithm);
+  kamp::gemm(ExecSpace(), kamp::op::none, op_b, 1.0f, a, b, 0.0f, pre_unfused, bias, algorithm);
+  kamp::gelu_forward(ExecSpace(), Kokkos::View<const float*, memory>(pre_unfused.data(), pre_unfused.size()),
+                     Kokkos::View<Y*, memory>(act_unfused.data(), act_unfused.size()));
+  const auto flat = [](const auto& v) {
+    return kamp::test::to_host(
+        Kokkos::View<typename std::decay_t<decltype(v)>::value_type*, memory>(v.data(), v.size()));
+  };
+  const auto pre_h = flat(pre), pre_u = flat(pre_unfused);
+  const auto act_h = flat(act), act_u = flat(act_unfused);
+  int pre_differ = 0, act_differ = 0;
+  double worst = 0;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      const std::size_t at = std::size_t(i) * n + j;
+      pre_differ += kamp::test::raw_bits(pre_h[at]) != kamp::test::raw_bits(pre_u[at]);
+      act_differ += kamp::test::raw_bits(act_h[at]) != kamp::test::raw_bits(act_u[at]);
+      double exact = bias_h[j], mag = std::fabs(bias_h[j]);
+      for (int e = 0; e < k; ++e) {
+        const double x = kamp::to_float(a_h[std::size_t(i) * k + e]);
+        const double w = kamp::to_float(b_h[tb ? std::size_t(j) * k + e : std::size_t(e) * n + j]);
+        exact += x * w;
+        mag += std::fabs(x * w);
+      }
+      worst = std::max(worst, std::fabs(pre_h[at] - exact) / (mag + 1e-30));
+    }
+  INFO(kamp::detail::dtype_name<T>() << " -> " << kamp::detail::dtype_name<Y>() << ", op(B) "
+                                     << (tb ? "transposed" : "plain") << ", path "
+                                     << kamp::gemm_path_for<ExecSpace>(kamp::op::none, op_b, 1.0f, a, b, 0.0f, pre,
+                                                                       bias));
+  CHECK(pre_differ == 0);
+  CHECK(act_differ == 0);
+  CHECK(worst <= 2.0 * (k + 2) * std::ldexp(1.0, -24));
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("gemm_bias_gelu is gemm with bias then gelu_forward, bit for bit, on every path", "[kernels][gemm]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  for (const auto algorithm : {kamp::gemm_algorithm::automatic, kamp::gemm_algorithm::portable})
+    for (const auto op_b : {kamp::op::none, kamp::op::transpose}) {
+      check_bias_gelu<TestType, float, float>(algorithm, op_b);
+      check_bias_gelu<TestType, kamp::bf16, kamp::bf16>(algorithm, op_b);
+      check_bias_gelu<TestType, kamp::fp16, kamp::fp16>(algorithm, op_b);
+    }
+  using memory = typename TestType::memory_space;
+  const Kokkos::View<float**, Kokkos::LayoutRight, memory> a("a", 4, 3), b("b", 3, 5), pre("pre", 4, 5),
+      act("act", 4, 6);
+  CHECK_THROWS_WITH(kamp::gemm_bias_gelu(TestType(), kamp::op::none, kamp::op::none, 1.0f, a, b,
+                                         Kokkos::View<const float*, memory>(), pre, act),
+                    kamp::test::contains("act is 4x6, pre is 4x5"));
 }
 
 TEST_CASE("gemm rejects mismatched shapes with the dimensions in the message", "[kernels][gemm]") {

@@ -92,6 +92,27 @@ TEST_CASE("launches per layer do not depend on the number of heads", "[model][la
   }
 }
 
+TEST_CASE("a layer launches 13 kernels besides its GEMMs, and no layout copies", "[model][launches]") {
+  // Per layer, forward: LayerNorm 1 with the previous branch's skip connection, softmax; LayerNorm
+  // 2 with the attention's, GELU. Backward: the narrowing of the stream gradient with the
+  // projection's bias gradient, the GELU backward with the fc bias gradient, LayerNorm 2
+  // (rows and parameters); the same narrowing, softmax backward, the qkv bias gradient,
+  // LayerNorm 1. Unfused (kamp 0.2) it was 22: split/merge heads twice, separate residual adds,
+  // casts and column sums.
+  for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16}) {
+    const tally one = steady_step(mode, 1, 2), two = steady_step(mode, 2, 2);
+    INFO(name(mode) << ": " << one.launches << " launches with 1 layer, " << two.launches
+                    << " with 2:" << listed(two.kernels));
+    CHECK(two.launches - one.launches == 13);
+    for (const auto& kernels : {one.kernels, two.kernels})
+      for (const auto& k : kernels) {
+        CHECK(k != "kamp::split_heads");
+        CHECK(k != "kamp::merge_heads");
+        CHECK(k != "kamp::residual_with_bias");
+      }
+  }
+}
+
 TEST_CASE("every GEMM of a step takes the path its types have on this machine", "[model][launches]") {
   for (const auto mode : kamp::precision_modes()) {
     const int layers = 2;

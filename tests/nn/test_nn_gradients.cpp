@@ -152,6 +152,67 @@ TEMPLATE_TEST_CASE("cross entropy gradient matches finite differences in fp64", 
   CHECK(gradient_error(loss, z, flat_host(dz), sample_indices(0, n * v, n * v, 32)) < tolerance);
 }
 
+namespace {
+
+// bf16 logits (a 16-bit lm_head's output), the gradient written over them as the model does:
+// the same losses and gradient as with a separate gradient buffer, bit for bit; losses within
+// fp32 rounding of fp64 log-sum-exp, and the gradient within bf16 rounding of fp64's.
+template <class Space>
+void check_cross_entropy_in_place() {
+  using memory = typename Space::memory_space;
+  using matrix16 = Kokkos::View<kamp::bf16**, Kokkos::LayoutRight, memory>;
+  using const_matrix16 = Kokkos::View<const kamp::bf16**, Kokkos::LayoutRight, memory>;
+  const std::size_t n = 37, v = 300;  // rows not a multiple of a team's, V not of a vector
+  const auto z = normal_doubles(n * v, 4.0, 41);
+  std::vector<kamp::bf16> z16(n * v);
+  for (std::size_t i = 0; i < z.size(); ++i) kamp::store_nearest(&z16[i], float(z[i]));
+  const auto logit = [&](std::size_t i) { return double(kamp::to_float(z16[i])); };
+  std::vector<int> targets(n);
+  for (std::size_t r = 0; r < n; ++r) targets[r] = int((r * 97) % v);
+  const Kokkos::View<const int*, memory> t(kamp::test::to_device<int, Space>(targets, "targets"));
+  const auto in_place = kamp::test::to_device<kamp::bf16, Space>(z16, "logits");
+  const matrix16 logits(in_place.data(), n, v);
+  const Kokkos::View<float*, memory> losses("losses", n), losses_separate("losses_separate", n);
+  kamp::cross_entropy(Space(), const_matrix16(logits), t, losses, logits, 0.5 / n);
+  const auto copy = kamp::test::to_device<kamp::bf16, Space>(z16, "copy");
+  const matrix16 separate("separate", n, v);
+  kamp::cross_entropy(Space(), const_matrix16(copy.data(), n, v), t, losses_separate, separate, 0.5 / n);
+  const auto grad = kamp::test::to_host(in_place);
+  const auto want = kamp::test::to_host(Kokkos::View<kamp::bf16*, memory>(separate.data(), n * v));
+  int differ = 0;
+  for (std::size_t i = 0; i < grad.size(); ++i) differ += grad[i].bits != want[i].bits;
+  CHECK(differ == 0);
+  const auto l = kamp::test::to_host(losses), l_separate = kamp::test::to_host(losses_separate);
+  int gradient_wrong = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    CHECK(kamp::test::raw_bits(l[r]) == kamp::test::raw_bits(l_separate[r]));
+    double m = logit(r * v), s = 0;
+    for (std::size_t j = 0; j < v; ++j) m = std::max(m, logit(r * v + j));
+    for (std::size_t j = 0; j < v; ++j) s += std::exp(logit(r * v + j) - m);
+    CHECK(l[r] == Approx(std::log(s) + m - logit(r * v + targets[r])).epsilon(1e-5));
+    for (std::size_t j = 0; j < v; ++j) {
+      const double d = (std::exp(logit(r * v + j) - m) / s - (int(j) == targets[r] ? 1.0 : 0.0)) * 0.5 / double(n);
+      gradient_wrong += std::abs(kamp::to_float(grad[r * v + j]) - d) > std::ldexp(std::abs(d), -8) * 1.01 + 1e-12;
+    }
+  }
+  CHECK(gradient_wrong == 0);
+  // A gradient over logits of another type, or over rows with a leading dimension, is refused.
+  const Kokkos::View<float**, Kokkos::LayoutRight, memory> wide("wide", n, v);
+  CHECK_THROWS_AS(
+      kamp::cross_entropy(Space(), wide, t, losses, matrix16(reinterpret_cast<kamp::bf16*>(wide.data()), n, v), 1.0),
+      std::invalid_argument);
+  const Kokkos::View<kamp::bf16**, Kokkos::LayoutStride, memory> strided(in_place.data(),
+                                                                         Kokkos::LayoutStride(n / 2, 2 * v, v, 1));
+  CHECK_THROWS_AS(kamp::cross_entropy(Space(), strided, t, losses, strided, 1.0), std::invalid_argument);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("cross entropy over 16-bit logits writes its gradient in place", "[nn]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  check_cross_entropy_in_place<TestType>();
+}
+
 TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   const int batch = 3, t = 4, vocab = 9, c = 5;

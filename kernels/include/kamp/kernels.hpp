@@ -6,6 +6,7 @@
 #include <kamp/kernels/flat_tensors.hpp>
 #include <kamp/kernels/fused_optimizer.hpp>
 #include <kamp/kernels/gemm.hpp>
+#include <kamp/kernels/gemm_epilogue.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/nn.hpp>

@@ -60,7 +60,7 @@ std::array<activation_buffer, std::size_t(activation::count)> activation_layout(
   set(activation::fc_pre, "kamp::gpt::fc_pre", per_layer(n * m, nullptr));
   set(activation::fc_act, "kamp::gpt::fc_act", per_layer(n * m, &types.mlp));
   set(activation::qkv_rows, "kamp::gpt::qkv_rows", per_layer(3 * n * c, &types.attn));
-  set(activation::logits, "kamp::gpt::logits", {n * v * r});
+  set(activation::logits, "kamp::gpt::logits", {n * v * size_of(types.head)});
   set(activation::losses, "kamp::gpt::losses", {n * r});
   set(activation::tokens, "kamp::gpt::tokens", {n * sizeof(int)});
   set(activation::targets, "kamp::gpt::targets", {n * sizeof(int)});
@@ -73,7 +73,6 @@ std::array<activation_buffer, std::size_t(activation::count)> activation_layout(
   set(activation::dprobs, "kamp::gpt::dprobs", {s * r});
   set(activation::dscores, "kamp::gpt::dscores", {s * wide});
   set(activation::dqkv_rows, "kamp::gpt::dqkv_rows", {3 * n * c * wide});
-  set(activation::dlogits, "kamp::gpt::dlogits", {n * v * size_of(types.head)});
   set(activation::bias, "kamp::gpt::bias", {std::max(3 * c, m) * r});
   return out;
 }

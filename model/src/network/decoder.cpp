@@ -127,13 +127,21 @@ void gpt_decoder<ES>::forward() {
   visit_dtype<float>(dtypes_.head, [&](auto t) { head<P, decltype(t)>(); });
 }
 
+// The stream alternates between the two residual rows. After the embedding, `at` holds the
+// stream; after a Linear it holds that branch alone, and the skip connection (the other row)
+// is added in the LayerNorm's pass, as the training model does (gpt::norm_forward).
 template <class ES>
 template <class P, class T>
-void gpt_decoder<ES>::norm(const norm_parameters& p, int from) {
+void gpt_decoder<ES>::norm(const norm_parameters& p, int at, bool after_branch) {
   const step<P, T> ctx(*this);
   auto& b = *buf_;
-  layernorm_forward(space_, read_only(ctx.row(b.residual[from])), ctx.exact(p.gain), ctx.exact(p.bias),
-                    ctx.compute(b.ln_out, 1, ctx.width), b.ln_mean, b.ln_rstd);
+  const auto stream = ctx.row(b.residual[at]);
+  const auto ln = ctx.compute(b.ln_out, 1, ctx.width);
+  if (after_branch)
+    residual_layernorm_forward(space_, read_only(ctx.row(b.residual[1 - at])), read_only(stream), ctx.exact(p.gain),
+                               ctx.exact(p.bias), stream, ln, b.ln_mean, b.ln_rstd);
+  else
+    layernorm_forward(space_, read_only(stream), ctx.exact(p.gain), ctx.exact(p.bias), ln, b.ln_mean, b.ln_rstd);
 }
 
 template <class ES>
@@ -143,7 +151,7 @@ void gpt_decoder<ES>::attention(int l) {
   auto& b = *buf_;
   const block_parameters& p = parameters_.blocks[l];
   const std::size_t c = ctx.width;
-  norm<P, T>(p.ln1, 0);
+  norm<P, T>(p.ln1, 0, l > 0);
   const auto qkv = ctx.compute(b.qkv, 1, 3 * c);
   detail::linear(space_, ctx.compute(b.ln_out, 1, c), ctx.gemm(p.qkv.weight), qkv, ctx.bias(p.qkv.bias));
   const auto keys = ctx.cache(b.keys[l]), values = ctx.cache(b.values[l]);
@@ -152,7 +160,7 @@ void gpt_decoder<ES>::attention(int l) {
   attention_decode(space_, row, keys, values, position_, ctx.attention_scale,
                    typename views<memory_space>::template matrix<float>(b.scores.data(), ctx.heads, ctx.capacity),
                    ctx.compute(b.probs, ctx.heads, ctx.capacity), flat(ctx.compute(b.attn_out, 1, c)));
-  residual_branch<P, T>(p.attn_proj, b.attn_out, c, 0, 1);
+  branch<P, T>(p.attn_proj, b.attn_out, c, 1);
 }
 
 template <class ES>
@@ -161,21 +169,20 @@ void gpt_decoder<ES>::mlp(int l) {
   const step<P, T> ctx(*this);
   auto& b = *buf_;
   const block_parameters& p = parameters_.blocks[l];
-  norm<P, T>(p.ln2, 1);
-  const auto fc_pre = ctx.row(b.fc_pre);
-  detail::linear(space_, ctx.compute(b.ln_out, 1, ctx.width), ctx.gemm(p.fc.weight), fc_pre, ctx.bias(p.fc.bias));
-  gelu_forward(space_, read_only(flat(fc_pre)), flat(ctx.compute(b.fc_act, 1, ctx.hidden)));
-  residual_branch<P, T>(p.mlp_proj, b.fc_act, ctx.hidden, 1, 0);
+  norm<P, T>(p.ln2, 1, true);
+  gemm_bias_gelu(space_, op::none, op::transpose, 1.0f, ctx.compute(b.ln_out, 1, ctx.width), ctx.gemm(p.fc.weight),
+                 ctx.bias(p.fc.bias), ctx.row(b.fc_pre), ctx.compute(b.fc_act, 1, ctx.hidden));
+  branch<P, T>(p.mlp_proj, b.fc_act, ctx.hidden, 0);
 }
 
 template <class ES>
 template <class P, class T>
-void gpt_decoder<ES>::residual_branch(const linear_parameters& p, const Kokkos::View<char*, memory_space>& input,
-                                      std::size_t n, int from, int to) {
+void gpt_decoder<ES>::branch(const linear_parameters& p, const Kokkos::View<char*, memory_space>& input, std::size_t n,
+                             int to) {
   const step<P, T> ctx(*this);
   auto& b = *buf_;
-  detail::residual_linear(space_, read_only(ctx.compute(input, 1, n)), ctx.gemm(p.weight), ctx.bias(p.bias),
-                          read_only(ctx.row(b.residual[from])), ctx.row(b.residual[to]));
+  detail::linear(space_, read_only(ctx.compute(input, 1, n)), ctx.gemm(p.weight), ctx.row(b.residual[to]),
+                 ctx.bias(p.bias));
 }
 
 template <class ES>
@@ -183,7 +190,7 @@ template <class P, class T>
 void gpt_decoder<ES>::head() {
   const step<P, T> ctx(*this);
   auto& b = *buf_;
-  norm<P, T>(parameters_.lnf, 0);
+  norm<P, T>(parameters_.lnf, 0, true);
   detail::linear(space_, ctx.compute(b.ln_out, 1, ctx.width), ctx.gemm(parameters_.wte), ctx.row(b.logits),
                  Kokkos::View<const float*, memory_space>());
 }

@@ -15,7 +15,6 @@ namespace {
 using detail::flat;
 using detail::linear;
 using detail::read_only;
-using detail::residual_linear;
 template <class M>
 using views = detail::views<M>;
 
@@ -166,14 +165,13 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
 
 namespace {
 
-// Its backward pass: dA = dY W, dW += dY^T A, db += Σ rows of `bias_source` (dY itself, or for
-// a residual branch the fp32 stream gradient dY was rounded from).
-template <class ES, class DY, class W, class A, class DA, class DW, class S, class DB>
-void linear_backward(const ES& space, const DY& dy, const W& w, const A& a, const DA& da, const DW& dw,
-                     const S& bias_source, const DB& db) {
+// Its backward pass: dA = dY W, dW += dY^T A. The bias gradient is summed by the pass that
+// produced dY (the GELU backward, the narrowing of the stream gradient) or, for the QKV
+// projection, by column_sums.
+template <class ES, class DY, class W, class A, class DA, class DW>
+void linear_backward(const ES& space, const DY& dy, const W& w, const A& a, const DA& da, const DW& dw) {
   gemm(space, op::none, op::none, 1.0f, dy, w, 0.0f, da);
   gemm(space, op::transpose, op::none, 1.0f, dy, a, 1.0f, dw);
-  column_sums(space, bias_source, db);
 }
 
 // The loss sum in fp64 into a device scalar (a fixed reduction for a given thread count). A free
@@ -185,18 +183,18 @@ void sum_losses(const ES& space, const Losses& losses, const Kokkos::View<double
       KOKKOS_LAMBDA(std::size_t i, double& s) { s += static_cast<double>(losses(i)); }, sum);
 }
 
-// The residual stream's gradient in a layer's compute type, the form its backward GEMMs read.
-template <class T, class ES, class Matrix, class Bytes>
-auto in_compute_type(const ES& space, const Matrix& x, const Bytes& scratch) {
+// The residual stream's gradient in a layer's compute type, the form its backward GEMMs read,
+// and the gradient of the bias added to the stream (the sum of its fp32 rows), in one pass.
+template <class T, class ES, class Matrix, class Bytes, class DB>
+auto in_compute_type_with_bias_grad(const ES& space, const Matrix& x, const Bytes& scratch, const DB& db) {
   using Real = typename Matrix::non_const_value_type;
   using v = views<typename ES::memory_space>;
   if constexpr (std::is_same_v<T, Real>) {
+    column_sums(space, x, db);
     return typename v::template matrix<const T>(x);
   } else {
     const auto out = v::template as_matrix<T>(scratch, x.extent(0), x.extent(1));
-    const std::size_t n = x.extent(0) * x.extent(1);
-    cast(space, typename v::template vector<T>(out.data(), n), typename v::template vector<const Real>(x.data(), n),
-         rounding_options{}, Kokkos::View<std::size_t, typename ES::memory_space>());
+    cast_and_column_sums(space, read_only(x), out, db);
     return typename v::template matrix<const T>(out);
   }
 }
@@ -288,14 +286,27 @@ void gpt<Real, ES>::forward(bool with_grad, double grad_scale, const scaler_view
   visit_dtype<Real>(dtypes_.head, [&](auto t) { head_forward<P, decltype(t)>(with_grad, grad_scale, scaler); });
 }
 
+// LayerNorm i reads residual i. For i > 0 the previous Linear wrote only its branch (its GEMM
+// and bias) into residual i; the skip connection, residual i - 1, is added here in the pass that
+// normalizes the sum, so the new stream is not read back by a second kernel.
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::norm_forward(int i, const norm_parameters& p, int block, layer_part part, const char* op) {
   const pass<P, T> ctx(*this);
   const auto ln = ctx.compute(activation::ln_out, i, ctx.rows, ctx.width);
-  layernorm_forward(space_, read_only(ctx.real(activation::residual, i, ctx.rows, ctx.width)), ctx.exact(p.gain),
-                    ctx.exact(p.bias), ln, flat(ctx.real(activation::ln_mean, i, ctx.rows, 1)),
-                    flat(ctx.real(activation::ln_rstd, i, ctx.rows, 1)));
+  const auto stream = ctx.real(activation::residual, i, ctx.rows, ctx.width);
+  const auto mean = flat(ctx.real(activation::ln_mean, i, ctx.rows, 1)),
+             rstd = flat(ctx.real(activation::ln_rstd, i, ctx.rows, 1));
+  if (i == 0) {
+    layernorm_forward(space_, read_only(stream), ctx.exact(p.gain), ctx.exact(p.bias), ln, mean, rstd);
+  } else {
+    residual_layernorm_forward(space_, read_only(ctx.real(activation::residual, i - 1, ctx.rows, ctx.width)),
+                               read_only(stream), ctx.exact(p.gain), ctx.exact(p.bias), stream, ln, mean, rstd);
+    // The Linear that ends the previous branch: h<l>.attn.proj before LayerNorm 2l + 1, h<l>.mlp.proj before 2l + 2.
+    const bool after_attention = i % 2 == 1;
+    note((i - 1) / 2, after_attention ? layer_part::attention : layer_part::mlp,
+         after_attention ? "attn.proj" : "mlp.proj", false, stream, true);
+  }
   note(block, part, op, false, ln);
 }
 
@@ -325,10 +336,9 @@ void gpt<Real, ES>::attention_forward(int l) {
                        ctx.head_matrices(atty.data(), 1));
   note(l, attn, "attn.values", false, atty);
 
-  const auto out = ctx.real(activation::residual, 2 * l + 1, n, c);
-  residual_linear(space_, atty, ctx.gemm(p.attn_proj.weight), ctx.bias(p.attn_proj.bias),
-                  read_only(ctx.real(activation::residual, 2 * l, n, c)), out);
-  note(l, attn, "attn.proj", false, out, true);
+  // The branch alone: LayerNorm 2l + 1 adds the skip connection (norm_forward).
+  linear(space_, atty, ctx.gemm(p.attn_proj.weight), ctx.real(activation::residual, 2 * l + 1, n, c),
+         ctx.bias(p.attn_proj.bias));
 }
 
 template <class Real, class ES>
@@ -340,15 +350,13 @@ void gpt<Real, ES>::mlp_forward(int l) {
   constexpr layer_part mlp = layer_part::mlp;
   norm_forward<P, T>(2 * l + 1, p.ln2, l, mlp, "ln2");
   const auto fc_pre = ctx.real(activation::fc_pre, l, n, m);
-  linear(space_, ctx.compute(activation::ln_out, 2 * l + 1, n, c), ctx.gemm(p.fc.weight), fc_pre, ctx.bias(p.fc.bias));
-  note(l, mlp, "mlp.fc", false, fc_pre);
   const auto fc_act = ctx.compute(activation::fc_act, l, n, m);
-  gelu_forward(space_, read_only(flat(fc_pre)), flat(fc_act));
+  gemm_bias_gelu(space_, op::none, op::transpose, 1.0f, ctx.compute(activation::ln_out, 2 * l + 1, n, c),
+                 ctx.gemm(p.fc.weight), ctx.bias(p.fc.bias), fc_pre, fc_act);
+  note(l, mlp, "mlp.fc", false, fc_pre);
   note(l, mlp, "mlp.gelu", false, fc_act);
-  const auto out = ctx.real(activation::residual, 2 * l + 2, n, c);
-  residual_linear(space_, fc_act, ctx.gemm(p.mlp_proj.weight), ctx.bias(p.mlp_proj.bias),
-                  read_only(ctx.real(activation::residual, 2 * l + 1, n, c)), out);
-  note(l, mlp, "mlp.proj", false, out, true);
+  linear(space_, fc_act, ctx.gemm(p.mlp_proj.weight), ctx.real(activation::residual, 2 * l + 2, n, c),
+         ctx.bias(p.mlp_proj.bias));
 }
 
 template <class Real, class ES>
@@ -359,12 +367,14 @@ void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler
   const std::size_t n = ctx.rows;
   constexpr layer_part head = layer_part::head;
   norm_forward<P, T>(last, parameters_.lnf, 0, head, "lnf");
-  const auto logits = ctx.real(activation::logits, 0, n, ctx.vocab);
+  // Logits in the head's compute type, as autocast and llm.c keep them; the loss reads them in
+  // fp32 and, with a backward pass, overwrites them with their gradient (one buffer, not two).
+  const auto logits = ctx.compute(activation::logits, 0, n, ctx.vocab);
   linear(space_, ctx.compute(activation::ln_out, last, n, ctx.width), ctx.gemm(parameters_.wte), logits,
          Kokkos::View<const Real*, memory_space>());
   note(0, head, "lm_head", false, logits);
   const auto losses = flat(ctx.real(activation::losses, 0, n, 1));
-  auto dlogits = ctx.compute(activation::dlogits, 0, n, ctx.vocab);
+  auto dlogits = logits;
   if (!with_grad) dlogits = {};  // the loss alone
   const Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged> targets(targets_.data(), n);
   cross_entropy(space_, read_only(logits), targets, losses, dlogits, grad_scale / double(n), scaler);
@@ -409,7 +419,7 @@ void gpt<Real, ES>::head_backward() {
   const pass<P, T> ctx(*this);
   const int last = 2 * config_.layers;
   const std::size_t n = ctx.rows, c = ctx.width;
-  const auto dlogits = ctx.compute(activation::dlogits, 0, n, ctx.vocab);
+  const auto dlogits = ctx.compute(activation::logits, 0, n, ctx.vocab);  // overwritten by the loss
   const auto dln = ctx.real(activation::dln, 0, n, c);
   gemm(space_, op::none, op::none, 1.0f, dlogits, ctx.gemm(parameters_.wte), 0.0f, dln);
   note(0, layer_part::head, "lm_head", true, dln);
@@ -423,8 +433,8 @@ template <class P, class T, class In, class DIn>
 void gpt<Real, ES>::residual_branch_backward(const linear_parameters& p, const In& input, const DIn& d_input) {
   const pass<P, T> ctx(*this);
   const auto dresid = ctx.real(activation::dresid, 0, ctx.rows, ctx.width);
-  const auto dy = in_compute_type<T>(space_, dresid, (*buf_)(activation::dresid_low));
-  linear_backward(space_, dy, ctx.gemm(p.weight), input, d_input, ctx.grad_matrix(p.weight), dresid, ctx.grad(p.bias));
+  const auto dy = in_compute_type_with_bias_grad<T>(space_, dresid, (*buf_)(activation::dresid_low), ctx.grad(p.bias));
+  linear_backward(space_, dy, ctx.gemm(p.weight), input, d_input, ctx.grad_matrix(p.weight));
 }
 
 template <class Real, class ES>
@@ -438,12 +448,12 @@ void gpt<Real, ES>::mlp_backward(int l) {
   residual_branch_backward<P, T>(p.mlp_proj, ctx.compute(activation::fc_act, l, n, m), dfc_act);
   note(l, mlp, "mlp.proj", true, dfc_act);
   const auto dfc_pre = ctx.compute(activation::dfc_pre, 0, n, m);
-  gelu_backward(space_, read_only(flat(dfc_act)), read_only(flat(ctx.real(activation::fc_pre, l, n, m))),
-                flat(dfc_pre));
+  gelu_backward_and_bias_grad(space_, read_only(dfc_act), read_only(ctx.real(activation::fc_pre, l, n, m)), dfc_pre,
+                              ctx.grad(p.fc.bias));
   note(l, mlp, "mlp.gelu", true, dfc_pre);
   const auto dln = ctx.real(activation::dln, 0, n, c);
   linear_backward(space_, dfc_pre, ctx.gemm(p.fc.weight), ctx.compute(activation::ln_out, 2 * l + 1, n, c), dln,
-                  ctx.grad_matrix(p.fc.weight), dfc_pre, ctx.grad(p.fc.bias));
+                  ctx.grad_matrix(p.fc.weight));
   note(l, mlp, "mlp.fc", true, dln);
   norm_backward<P>(2 * l + 1, p.ln2, l, mlp, "ln2");
 }
@@ -478,8 +488,9 @@ void gpt<Real, ES>::attention_backward(int l) {
   gemm_strided_batched(space_, op::none, op::none, ctx.attention_scale, ds, k, 0.0f, dq);
   gemm_strided_batched(space_, op::transpose, op::none, ctx.attention_scale, ds, q, 0.0f, dk);
   const auto dln = ctx.real(activation::dln, 0, n, c);
+  column_sums(space_, read_only(dqkv_rows), ctx.grad(p.qkv.bias));
   linear_backward(space_, read_only(dqkv_rows), ctx.gemm(p.qkv.weight), ctx.compute(activation::ln_out, 2 * l, n, c),
-                  dln, ctx.grad_matrix(p.qkv.weight), dqkv_rows, ctx.grad(p.qkv.bias));
+                  dln, ctx.grad_matrix(p.qkv.weight));
   note(l, attn, "attn.qkv", true, dln);
   norm_backward<P>(2 * l, p.ln1, l, attn, "ln1");
 }
@@ -504,9 +515,14 @@ std::vector<double> gpt<Real, ES>::gemm_input(const std::string& layer) const {
 template <class Real, class ES>
 std::vector<double> gpt<Real, ES>::logits() const {
   const std::size_t n = std::size_t(batch_) * config_.context * config_.vocab;
-  const auto host = Kokkos::create_mirror_view_and_copy(
-      Kokkos::HostSpace(), views<memory_space>::template as_vector<Real>((*buf_)(activation::logits), n));
-  return std::vector<double>(host.data(), host.data() + n);
+  std::vector<double> out(n);
+  visit_dtype<Real>(dtypes_.head, [&](auto t) {
+    using T = decltype(t);
+    const auto host = Kokkos::create_mirror_view_and_copy(
+        Kokkos::HostSpace(), views<memory_space>::template as_vector<T>((*buf_)(activation::logits), n));
+    for (std::size_t i = 0; i < n; ++i) out[i] = load_as<double>(host.data() + i);
+  });
+  return out;
 }
 
 template <class Real, class ES>

@@ -6,7 +6,7 @@
 // token decoded with a KV cache goes through the same arithmetic as the training forward.
 #include <kamp/kernels/cast.hpp>
 #include <kamp/kernels/gemm.hpp>
-#include <kamp/kernels/nn/residual.hpp>
+#include <kamp/kernels/gemm_epilogue.hpp>
 #include <kamp/model/network/gpt.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -113,14 +113,6 @@ struct layer_weights {
 template <class ES, class A, class W, class C, class B>
 void linear(const ES& space, const A& a, const W& w, const C& c, const B& bias) {
   gemm(space, op::none, op::transpose, 1.0f, a, w, 0.0f, c, bias);
-}
-
-/// A Linear whose output joins the residual stream: out = x + A W^T + bias, the bias added with
-/// the skip connection so that the GEMM has none.
-template <class ES, class A, class W, class B, class X, class O>
-void residual_linear(const ES& space, const A& a, const W& w, const B& bias, const X& x, const O& out) {
-  residual_with_bias(space, x, bias, out);
-  gemm(space, op::none, op::transpose, 1.0f, a, w, 1.0f, out);
 }
 
 }  // namespace kamp::detail

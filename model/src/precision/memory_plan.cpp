@@ -146,7 +146,7 @@ double activation_bytes(const gpt_config& model, const layer_sizes& layers, int 
       case activation::dattn_out:
         return n * c * wide;
       case activation::logits:
-        return n * v * r;
+        return n * v * layers.head;
       case activation::losses:
         return n * r;
       case activation::tokens:
@@ -163,8 +163,6 @@ double activation_bytes(const gpt_config& model, const layer_sizes& layers, int 
         return s * r;
       case activation::dscores:
         return s * wide;
-      case activation::dlogits:
-        return n * v * layers.head;
       case activation::bias:
         return std::max(3 * c, m) * r;
       case activation::count:

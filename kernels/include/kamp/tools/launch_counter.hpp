@@ -27,7 +27,8 @@ struct launch_tally {
   int tool_fences = 0;  ///< fences Kokkos (>= 4) adds around callbacks while a tool listens
   int copies = 0;       ///< deep copies between views (fills of a scalar excluded)
   std::vector<std::string> fence_names, copy_names;
-  std::vector<std::string> gemms;  ///< kamp::gemm[...] regions entered, in order
+  std::vector<std::string> kernels;  ///< the label of each launch, in order
+  std::vector<std::string> gemms;    ///< kamp::gemm[...] regions entered, in order
 };
 
 namespace detail {
@@ -49,7 +50,10 @@ struct launch_counting {
         return true;
     return false;
   }
-  static void launch(const char*, std::uint32_t, std::uint64_t*) { ++instance().tally.launches; }
+  static void launch(const char* name, std::uint32_t, std::uint64_t*) {
+    ++instance().tally.launches;
+    instance().tally.kernels.emplace_back(name);
+  }
   static void end(std::uint64_t) {}
   static void fence(const char* name, std::uint32_t, std::uint64_t*) {
     launch_counting& c = instance();

@@ -143,12 +143,26 @@ gemm_record gemm_record_of(const gemm_problem<TA, TB, TC>& p, const char* path) 
   return r;
 }
 
-template <class ExecutionSpace, class TA, class TB, class TC>
-void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm) {
+/// A GEMM with nothing after its one rounding of C.
+struct no_epilogue : plain_store {
+  template <class ExecutionSpace, class Problem>
+  void after(const ExecutionSpace&, const Problem&) const {}
+};
+
+/// Runs `p` on its route. An epilogue is applied by the portable kernel as it writes C (the
+/// epilogue is its store), and after a vendor GEMM by one element-wise pass (`epilogue.after`).
+template <class ExecutionSpace, class TA, class TB, class TC, class Epilogue = no_epilogue>
+void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm,
+                   const Epilogue& epilogue = {}) {
   const gemm_route<ExecutionSpace, TA, TB, TC> route(p, algorithm, gemm_vendor_order());
   if (traffic_listener* listener = traffic_slot()) listener->gemm(gemm_record_of(p, route.path));
   Kokkos::Profiling::pushRegion(*route.region);
-  route.run(space, p);
+  if (std::string_view(route.path) == "portable") {
+    gemm_portable_storing(space, p, epilogue);
+  } else {
+    route.run(space, p);
+    epilogue.after(space, p);
+  }
   Kokkos::Profiling::popRegion();
 }
 

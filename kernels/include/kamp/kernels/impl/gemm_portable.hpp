@@ -99,12 +99,21 @@ KOKKOS_INLINE_FUNCTION void load_tile(const Member& team, Acc* dst, const T* src
   }
 }
 
+/// C's element (row, col) rounded once from its fp32 (fp64) value: a GEMM with no epilogue.
+struct plain_store {
+  template <class TC, class Acc>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t, std::int64_t, TC* out, Acc v) const {
+    store_nearest(out, v);
+  }
+};
+
 /// The portable tiled kernel: one team per (batch, tile of C). Per K-tile the team loads op(A)
 /// and op(B) tiles into scratch, converted to fp32 (fp64 for fp64 data) as they are loaded, and
 /// accumulates in a C tile in scratch through register blocks; the store applies alpha, beta, the bias and
-/// one rounding to C's type. beta == 0 never reads C, so NaN in C cannot leak.
-template <class ExecutionSpace, class TA, class TB, class TC>
-void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p) {
+/// one rounding to C's type. beta == 0 never reads C, so NaN in C cannot leak. `store` writes
+/// each element: plain, or with an epilogue that also writes a function of it elsewhere.
+template <class ExecutionSpace, class TA, class TB, class TC, class Store>
+void gemm_portable_storing(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, const Store& store) {
   using tiles = gemm_tiles<ExecutionSpace>;
   constexpr int TM = tiles::tile_m, TN = tiles::tile_n, TK = tiles::tile_k, RM = tiles::reg_m, RN = tiles::reg_n;
   static_assert(TM % RM == 0 && TN % RN == 0, "kamp::gemm: register blocks must tile the scratch tile");
@@ -181,11 +190,16 @@ void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& 
       acc_t v = p.alpha * cs(i);
       if (p.beta != 0.0f) v += p.beta * load_as<acc_t>(out);
       if (p.bias != nullptr) v += p.bias[col];
-      store_nearest(out, v);
+      store(row, col, out, v);
     }
   };
   Kokkos::parallel_for("kamp::gemm::portable",
                        bounded_team_policy(space, league, tiles::team_size, level, scratch_bytes, kernel), kernel);
+}
+
+template <class ExecutionSpace, class TA, class TB, class TC>
+void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p) {
+  gemm_portable_storing(space, p, plain_store{});
 }
 
 }  // namespace kamp::detail

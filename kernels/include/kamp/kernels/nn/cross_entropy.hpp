@@ -6,62 +6,76 @@
 #include <kamp/kernels/nn/rows.hpp>
 #include <kamp/tools/traffic.hpp>
 
+#include <stdexcept>
+#include <type_traits>
+
 namespace kamp {
 
 namespace detail {
 
-template <class ExecutionSpace, class L, class D>
-void cross_entropy_kernel(const ExecutionSpace& space, const L* ls, std::int64_t ld, const int* ts, L* out, D* ds,
-                          std::int64_t n, std::int64_t v, L factor,
+template <class ExecutionSpace, class Acc, class X, class D>
+void cross_entropy_kernel(const ExecutionSpace& space, const X* ls, std::int64_t ld, const int* ts, Acc* out, D* ds,
+                          std::int64_t n, std::int64_t v, Acc factor,
                           const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler) {
   const bool backward = ds != nullptr;
   report_traffic("kamp::cross_entropy",
-                 elements_bytes<L>(n * v) + elements_bytes<int, L>(n) + (backward ? elements_bytes<D>(n * v) : 0.0));
+                 elements_bytes<X>(n * v) + elements_bytes<int, Acc>(n) + (backward ? elements_bytes<D>(n * v) : 0.0));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::cross_entropy", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
-        const L* KAMP_RESTRICT z = ls + r * ld;
+        // Not restrict: the gradient may overwrite the logits, each element read before the same
+        // lane writes it (the row's max and sum are complete before any write).
+        const X* z = ls + r * ld;
+        const auto logit = [&](std::int64_t j) { return load_as<Acc>(z + j); };
         const int target = ts[r];
-        const L top = row_max<L>(m, v, [&](std::int64_t j) { return z[j]; });
-        const L sum = row_sum<L>(m, v, [&](std::int64_t j) { return exp_of(z[j] - top); });
-        row_once(m, [&] { out[r] = log_of(sum) + top - z[target]; });
+        const Acc top = row_max<Acc>(m, v, logit);
+        const Acc sum = row_sum<Acc>(m, v, [&](std::int64_t j) { return exp_of(logit(j) - top); });
+        row_once(m, [&] { out[r] = log_of(sum) + top - logit(target); });
         if (!backward) return;
-        const L scale = scaler.data() != nullptr ? L(scaler().scale) * factor : factor;
-        const L inv = L(1) / sum;
-        D* KAMP_RESTRICT d = ds + r * v;
+        const Acc scale = scaler.data() != nullptr ? Acc(scaler().scale) * factor : factor;
+        const Acc inv = Acc(1) / sum;
+        D* d = ds + r * v;
         row_for(m, v, [&](std::int64_t j) {
-          store_nearest(d + j, (exp_of(z[j] - top) * inv - (j == target ? L(1) : L(0))) * scale);
+          store_nearest(d + j, (exp_of(logit(j) - top) * inv - (j == target ? Acc(1) : Acc(0))) * scale);
         });
       });
 }
 
 }  // namespace detail
 
-/// \brief Softmax cross-entropy per row, fused with its gradient, all statistics in fp32 (fp64
-/// for fp64 data).
+/// \brief Softmax cross-entropy per row, fused with its gradient in one pass per row (llm.c's
+/// fused_classifier): statistics in fp32 (fp64 for fp64 data) whatever the logits' type, no
+/// probabilities stored.
 ///
-/// \param logits  (N, V) fp32 (or fp64)
+/// \param logits  (N, V) fp32, or the 16-bit output of a 16-bit lm_head (as autocast gives it),
+///                or fp64
 /// \param targets (N) class indices in [0, V)
-/// \param losses  (N) -log softmax(logits)[target]
+/// \param losses  (N) -log softmax(logits)[target], fp32 (fp64)
 /// \param dlogits (N, V) (softmax − onehot) · grad_scale, and times the loss scale when `scaler`
 ///                is given (read on the device: the backward pass starts from loss × scale);
-///                an empty view computes the losses only (validation)
+///                an empty view computes the losses only (validation). It may be `logits`
+///                itself (contiguous rows): the gradient then overwrites the logits, and a
+///                step keeps one (N, V) buffer instead of two.
 /// grad_scale is dLoss/dloss_row, 1/N for a mean over N rows. Label `kamp::cross_entropy`.
-template <class ExecutionSpace, class L, class D, class... LP, class... TP, class... LSP, class... DP>
+template <class ExecutionSpace, class L, class S, class D, class... LP, class... TP, class... LSP, class... DP>
 void cross_entropy(const ExecutionSpace& space, const Kokkos::View<L**, LP...>& logits,
-                   const Kokkos::View<const int*, TP...>& targets,
-                   const Kokkos::View<std::remove_const_t<L>*, LSP...>& losses, const Kokkos::View<D**, DP...>& dlogits,
-                   double grad_scale,
+                   const Kokkos::View<const int*, TP...>& targets, const Kokkos::View<S*, LSP...>& losses,
+                   const Kokkos::View<D**, DP...>& dlogits, double grad_scale,
                    const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler = {}) {
-  using acc = std::remove_const_t<L>;
+  static_assert(std::is_same_v<S, common_accum_t<std::remove_const_t<L>>>,
+                "kamp::cross_entropy: losses are fp32 (fp64 for fp64 logits)");
   const std::int64_t n = logits.extent(0), v = logits.extent(1);
   detail::check_extent("kamp::cross_entropy", "targets", targets.extent(0), n);
   detail::check_extent("kamp::cross_entropy", "losses", losses.extent(0), n);
   if (dlogits.data() != nullptr)
     detail::check_extent("kamp::cross_entropy", "dlogits", dlogits.extent(0) * dlogits.extent(1), n * v);
-  detail::cross_entropy_kernel<ExecutionSpace, acc>(space, logits.data(), logits.stride(0), targets.data(),
-                                                    losses.data(), dlogits.data(), n, v, static_cast<acc>(grad_scale),
-                                                    scaler);
+  if (dlogits.data() != nullptr &&
+      static_cast<const void*>(dlogits.data()) == static_cast<const void*>(logits.data()) &&
+      (!std::is_same_v<std::remove_const_t<L>, D> || logits.stride(0) != v))
+    throw std::invalid_argument(
+        "kamp::cross_entropy: dlogits overwrites logits only in their type and with contiguous rows");
+  detail::cross_entropy_kernel<ExecutionSpace, S>(space, logits.data(), logits.stride(0), targets.data(), losses.data(),
+                                                  dlogits.data(), n, v, static_cast<S>(grad_scale), scaler);
 }
 
 }  // namespace kamp

@@ -1,8 +1,12 @@
 #ifndef KAMP_KERNELS_NN_GELU_HPP
 #define KAMP_KERNELS_NN_GELU_HPP
 
+#include <kamp/kernels/nn/column_sums.hpp>
 #include <kamp/kernels/nn/detail.hpp>
 #include <kamp/tools/traffic.hpp>
+
+#include <cstddef>
+#include <cstdint>
 
 namespace kamp {
 
@@ -46,6 +50,16 @@ void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::s
       });
 }
 
+// GELU'(v) = 0.5 (1 + tanh u) + 0.5 v (1 − tanh² u) du/dv. One definition for every backward
+// pass: the fused bias-gradient pass promises the bits of gelu_backward.
+template <class Acc>
+KOKKOS_INLINE_FUNCTION Acc gelu_grad_of(Acc v) {
+  using k = gelu_constants<Acc>;
+  const Acc t = tanh_of(k::scale * (v + k::cubic * v * v * v));
+  const Acc dt = k::scale * (Acc(1) + Acc(3) * k::cubic * v * v) * (Acc(1) - t * t);
+  return Acc(0.5) * (Acc(1) + t) + Acc(0.5) * v * dt;
+}
+
 template <class ExecutionSpace, class DY, class X, class DX>
 void gelu_backward_kernel(const ExecutionSpace& space, const DY* dys, const X* xs, DX* dxs, std::size_t n) {
   report_traffic("kamp::gelu_backward", elements_bytes<DY, X, DX>(n));
@@ -54,18 +68,29 @@ void gelu_backward_kernel(const ExecutionSpace& space, const DY* dys, const X* x
   Kokkos::parallel_for(
       "kamp::gelu_backward", work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
       KOKKOS_LAMBDA(std::int64_t item) {
-        using k = gelu_constants<acc>;
         const std::size_t begin = std::size_t(item) * c, end = begin + c < n ? begin + c : n;
         const X* KAMP_RESTRICT src = xs;
         const DY* KAMP_RESTRICT grad = dys;
         DX* KAMP_RESTRICT dst = dxs;
         KAMP_SIMD()
-        for (std::size_t i = begin; i < end; ++i) {
-          const acc v = load_as<acc>(src + i);
-          const acc t = tanh_of(k::scale * (v + k::cubic * v * v * v));
-          const acc dt = k::scale * (acc(1) + acc(3) * k::cubic * v * v) * (acc(1) - t * t);
-          store_nearest(dst + i, load_as<acc>(grad + i) * (acc(0.5) * (acc(1) + t) + acc(0.5) * v * dt));
-        }
+        for (std::size_t i = begin; i < end; ++i)
+          store_nearest(dst + i, load_as<acc>(grad + i) * gelu_grad_of(load_as<acc>(src + i)));
+      });
+}
+
+template <class ExecutionSpace, class DY, class X, class DX, class S>
+void gelu_backward_bias_grad_kernel(const ExecutionSpace& space, const DY* dys, std::int64_t lddy, const X* xs,
+                                    std::int64_t ldx, DX* dxs, std::int64_t lddx, std::int64_t rows, std::int64_t cols,
+                                    S* dbias) {
+  report_traffic("kamp::gelu_backward_bias_grad", elements_bytes<DY, X, DX>(rows * cols) + elements_bytes<S, S>(cols));
+  using acc = common_accum_t<X, DX>;
+  using sum_acc = common_accum_t<DX, S>;
+  column_walk<sum_acc>(
+      "kamp::gelu_backward_bias_grad", space, rows, cols, dbias, KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) {
+        DX* const out = dxs + n * lddx + c;
+        store_nearest(out, load_as<acc>(dys + n * lddy + c) * gelu_grad_of(load_as<acc>(xs + n * ldx + c)));
+        // The bias gradient sums dx as stored (rounded), as column_sums of dx would.
+        return load_as<sum_acc>(out);
       });
 }
 
@@ -86,6 +111,30 @@ void gelu_backward(const ExecutionSpace& space, const Kokkos::View<DY*, DYP...>&
   detail::check_extent("kamp::gelu_backward", "dy", dy.extent(0), x.extent(0));
   detail::check_extent("kamp::gelu_backward", "dx", dx.extent(0), x.extent(0));
   detail::gelu_backward_kernel(space, dy.data(), x.data(), dx.data(), x.extent(0));
+}
+
+/// \brief dx = dy · GELU'(x) elementwise, as gelu_backward, and dbias(m) += Σ_n dx(n, m) of the
+/// stored dx, in one pass: the MLP's up-projection bias gradient is the column sum of the GELU
+/// input gradient, and computing it here saves column_sums a second read of dx. The results are
+/// bitwise those of gelu_backward followed by column_sums(dx, dbias). Label
+/// `kamp::gelu_backward_bias_grad`.
+///
+/// \param dy     (N, M) gradient of the GELU output
+/// \param x      (N, M) saved pre-activation
+/// \param dx     (N, M) gradient of the pre-activation, overwritten (=)
+/// \param dbias  (M) bias gradient, accumulated (+=)
+template <class ExecutionSpace, class DY, class X, class DX, class S, class... DYP, class... XP, class... DXP,
+          class... SP>
+void gelu_backward_and_bias_grad(const ExecutionSpace& space, const Kokkos::View<DY**, DYP...>& dy,
+                                 const Kokkos::View<X**, XP...>& x, const Kokkos::View<DX**, DXP...>& dx,
+                                 const Kokkos::View<S*, SP...>& dbias) {
+  detail::check_extent("kamp::gelu_backward_and_bias_grad", "dy rows", dy.extent(0), x.extent(0));
+  detail::check_extent("kamp::gelu_backward_and_bias_grad", "dy columns", dy.extent(1), x.extent(1));
+  detail::check_extent("kamp::gelu_backward_and_bias_grad", "dx rows", dx.extent(0), x.extent(0));
+  detail::check_extent("kamp::gelu_backward_and_bias_grad", "dx columns", dx.extent(1), x.extent(1));
+  detail::check_extent("kamp::gelu_backward_and_bias_grad", "dbias", dbias.extent(0), x.extent(1));
+  detail::gelu_backward_bias_grad_kernel(space, dy.data(), dy.stride(0), x.data(), x.stride(0), dx.data(), dx.stride(0),
+                                         x.extent(0), x.extent(1), dbias.data());
 }
 
 }  // namespace kamp

@@ -9,31 +9,60 @@ namespace kamp {
 
 namespace detail {
 
+/// One row of LayerNorm, shared by layernorm_forward and residual_layernorm_forward so that both
+/// normalize bit for bit alike: the row's mean, its centred variance, y = (x - mean) rstd gamma +
+/// beta rounded to Y, and the row's mean and rstd. Every loop reads the row `xr` from memory, so
+/// the two kernels run the very same loops (a CPU's vectorized sums add in the same order).
+template <class Member, class X, class P, class Y, class S>
+KOKKOS_INLINE_FUNCTION void layernorm_row(const Member& m, const X* KAMP_RESTRICT xr, const P* g, const P* b,
+                                          Y* KAMP_RESTRICT yr, S* mean, S* rstd, std::int64_t c, S epsilon) {
+  using acc = S;
+  const acc mu = row_sum<acc>(m, c, [&](std::int64_t i) { return load_as<acc>(xr + i); }) / acc(c);
+  // Two passes over a row in cache: the centred variance does not cancel catastrophically.
+  const acc sq = row_sum<acc>(m, c, [&](std::int64_t i) {
+    const acc d = load_as<acc>(xr + i) - mu;
+    return d * d;
+  });
+  const acc r = acc(1) / sqrt_of(sq / acc(c) + epsilon);
+  row_for(m, c, [&](std::int64_t i) {
+    store_nearest(yr + i, (load_as<acc>(xr + i) - mu) * r * load_as<acc>(g + i) + load_as<acc>(b + i));
+  });
+  row_once(m, [&] {
+    *mean = mu;
+    *rstd = r;
+  });
+}
+
 template <class ExecutionSpace, class X, class P, class Y, class S>
 void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const P* g, const P* b, Y* ys,
                               std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
   report_traffic("kamp::layernorm_forward",
                  elements_bytes<X, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n));
-  using acc = S;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::layernorm_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
+        layernorm_row(m, xs + row * ldx, g, b, ys + row * ldy, ms + row, rs + row, c, epsilon);
+      });
+}
+
+template <class ExecutionSpace, class X, class B, class P, class O, class Y, class S>
+void residual_layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const B* bs,
+                                       std::int64_t ldb, const P* g, const P* b, O* os, std::int64_t ldo, Y* ys,
+                                       std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
+  // x and branch are read once and out written once; LayerNorm re-reads out's row from cache.
+  report_traffic("kamp::residual_layernorm_forward",
+                 elements_bytes<X, B, O, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n));
+  using acc = S;
+  using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  for_each_row(
+      "kamp::residual_layernorm_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
         const X* KAMP_RESTRICT xr = xs + row * ldx;
-        const acc mu = row_sum<acc>(m, c, [&](std::int64_t i) { return load_as<acc>(xr + i); }) / acc(c);
-        // Two passes over a row in cache: the centred variance does not cancel catastrophically.
-        const acc sq = row_sum<acc>(m, c, [&](std::int64_t i) {
-          const acc d = load_as<acc>(xr + i) - mu;
-          return d * d;
-        });
-        const acc r = acc(1) / sqrt_of(sq / acc(c) + epsilon);
-        Y* KAMP_RESTRICT yr = ys + row * ldy;
-        row_for(m, c, [&](std::int64_t i) {
-          store_nearest(yr + i, (load_as<acc>(xr + i) - mu) * r * load_as<acc>(g + i) + load_as<acc>(b + i));
-        });
-        row_once(m, [&] {
-          ms[row] = mu;
-          rs[row] = r;
-        });
+        // Not restrict: out may be branch itself, each element read before the same lane writes it.
+        const B* br = bs + row * ldb;
+        O* outr = os + row * ldo;
+        row_for(m, c, [&](std::int64_t i) { store_nearest(outr + i, load_as<acc>(xr + i) + load_as<acc>(br + i)); });
+        // No barrier: row_for and row_sum hand each lane the same indices, so lanes read back their own stores.
+        layernorm_row(m, outr, g, b, ys + row * ldy, ms + row, rs + row, c, epsilon);
       });
 }
 
@@ -109,6 +138,44 @@ void layernorm_forward(const ExecutionSpace& space, const Kokkos::View<X**, XP..
   detail::check_extent("kamp::layernorm_forward", "rstd", rstd.extent(0), n);
   detail::layernorm_forward_kernel(space, x.data(), x.stride(0), gamma.data(), beta.data(), y.data(), y.stride(0),
                                    mean.data(), rstd.data(), n, c, static_cast<S>(eps));
+}
+
+/// \brief out = x + branch (the residual stream's update) and y = LayerNorm(out), in one pass
+/// over the rows instead of two kernels, so out is not read back from memory by a second launch.
+///
+/// The sum is computed in the statistics type S and rounded once to out's type; y, mean and
+/// rstd are then those of layernorm_forward(out, ...) bit for bit (the same row code reads the
+/// stored out), so the backward pass is layernorm_backward on out unchanged.
+///
+/// \param x      (N, C) residual stream, usually fp32
+/// \param branch (N, C) the branch's output added to it: fp32, bf16 or fp16
+/// \param gamma  (C) scale, beta (C) shift, as for layernorm_forward
+/// \param out    (N, C) the updated residual stream, usually fp32; may be branch itself (updated in place, as a
+///               Linear that wrote its branch into the stream's next buffer leaves it), not x
+/// \param y      (N, C) LayerNorm(out) in the compute type of the layer that reads it
+/// \param mean   (N) and rstd (N): of out, saved for the backward pass (fp32, or fp64)
+/// Label `kamp::residual_layernorm_forward`.
+template <class ExecutionSpace, class X, class B, class P, class O, class Y, class S, class... XP, class... BP,
+          class... PP, class... OP, class... YP, class... SP>
+void residual_layernorm_forward(const ExecutionSpace& space, const Kokkos::View<X**, XP...>& x,
+                                const Kokkos::View<B**, BP...>& branch, const Kokkos::View<P*, PP...>& gamma,
+                                const Kokkos::View<P*, PP...>& beta, const Kokkos::View<O**, OP...>& out,
+                                const Kokkos::View<Y**, YP...>& y, const Kokkos::View<S*, SP...>& mean,
+                                const Kokkos::View<S*, SP...>& rstd, double eps = 1e-5) {
+  constexpr const char* api = "kamp::residual_layernorm_forward";
+  const std::int64_t n = x.extent(0), c = x.extent(1);
+  detail::check_extent(api, "branch rows", branch.extent(0), n);
+  detail::check_extent(api, "branch columns", branch.extent(1), c);
+  detail::check_extent(api, "gamma", gamma.extent(0), c);
+  detail::check_extent(api, "beta", beta.extent(0), c);
+  detail::check_extent(api, "out rows", out.extent(0), n);
+  detail::check_extent(api, "out columns", out.extent(1), c);
+  detail::check_extent(api, "y", y.extent(0) * y.extent(1), n * c);
+  detail::check_extent(api, "mean", mean.extent(0), n);
+  detail::check_extent(api, "rstd", rstd.extent(0), n);
+  detail::residual_layernorm_forward_kernel(space, x.data(), x.stride(0), branch.data(), branch.stride(0), gamma.data(),
+                                            beta.data(), out.data(), out.stride(0), y.data(), y.stride(0), mean.data(),
+                                            rstd.data(), n, c, static_cast<S>(eps));
 }
 
 /// \brief The LayerNorm backward pass: dx += dL/dx, dgamma += Σ dy·x̂, dbeta += Σ dy.

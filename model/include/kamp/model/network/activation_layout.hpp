@@ -37,7 +37,6 @@ enum class activation : int {
   dprobs,
   dscores,
   dqkv_rows,
-  dlogits,
   bias,
   count
 };

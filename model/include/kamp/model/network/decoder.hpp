@@ -62,14 +62,14 @@ class gpt_decoder {
   void mlp(int l);
   template <class P, class T>
   void head();
-  /// LayerNorm of residual stream `from` into the layer's input (ln_out, in T).
+  /// LayerNorm of residual row `at` into the layer's input (ln_out, in T); `after_branch`: the
+  /// row holds a branch's output, and the skip connection (the other row) is added first.
   template <class P, class T>
-  void norm(const norm_parameters& p, int from);
-  /// residual[to] = residual[from] + in · Wᵀ + bias, `in` the first `n` elements of `input` in
-  /// T: a block's output Linear and skip connection.
+  void norm(const norm_parameters& p, int at, bool after_branch);
+  /// residual[to] = in · Wᵀ + bias, `in` the first `n` elements of `input` in T: a block's
+  /// output Linear, its skip connection added by the next norm.
   template <class P, class T>
-  void residual_branch(const linear_parameters& p, const Kokkos::View<char*, memory_space>& input, std::size_t n,
-                       int from, int to);
+  void branch(const linear_parameters& p, const Kokkos::View<char*, memory_space>& input, std::size_t n, int to);
 
   gpt_config config_;
   precision_policy policy_;
