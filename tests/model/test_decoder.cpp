@@ -110,10 +110,12 @@ TEST_CASE("the KV-cache decoder's logits equal the full-context forward at every
   // The second sequence of the batch: its rows in the full forward are not the first ones.
   const std::vector<int> sequence(tokens.begin() + shape.context, tokens.end());
   const auto decoded = decoded_logits(decoder, sequence);
-  // Both run the same kernels in the same types; they differ only in the order the GEMMs sum
-  // in (one row against a batch of rows), an fp32 rounding. In a 16-bit mode such a
-  // difference can flip the rounding of an activation to bf16/fp16 and travel on: bf16's unit
-  // roundoff (2^-8, half its ulp at 1) of the logits' scale bounds it.
+  // Both run the same kernels in the same types; they differ in the order the GEMMs sum in
+  // (one row against a batch of rows), an fp32 rounding, and in 16-bit modes in the training
+  // forward's rounding of its logits to the head's type (at most 2^-9 of their scale; the
+  // decoder keeps fp32 logits). A summation difference can also flip the rounding of an
+  // activation to bf16/fp16 and travel on: bf16's unit roundoff (2^-8, half its ulp at 1) of the
+  // logits' scale bounds both.
   const double bound = mode == kamp::precision_mode::fp32 ? 1e-5 : 1.0 / 256;
   double scale = 0, worst = 0;
   for (int p = 0; p < shape.context; ++p)

@@ -3,6 +3,7 @@
 // what a GPU needs: a steady-state step never waits for the host, and the launches per layer
 // do not grow with the number of heads.
 #include <kamp/kernels/gemm.hpp>
+#include <kamp/kernels/nn/detail.hpp>
 #include <kamp/model/training/trainer.hpp>
 #include <kamp/tools/launch_counter.hpp>
 
@@ -92,18 +93,26 @@ TEST_CASE("launches per layer do not depend on the number of heads", "[model][la
   }
 }
 
-TEST_CASE("a layer launches 13 kernels besides its GEMMs, and no layout copies", "[model][launches]") {
+TEST_CASE("a layer launches 12 kernels outside its GEMMs, and no layout copies", "[model][launches]") {
   // Per layer, forward: LayerNorm 1 with the previous branch's skip connection, softmax; LayerNorm
-  // 2 with the attention's, GELU. Backward: the narrowing of the stream gradient with the
-  // projection's bias gradient, the GELU backward with the fc bias gradient, LayerNorm 2
-  // (rows and parameters); the same narrowing, softmax backward, the qkv bias gradient,
-  // LayerNorm 1. Unfused (kamp 0.2) it was 22: split/merge heads twice, separate residual adds,
-  // casts and column sums.
+  // 2 with the attention's (the GELU is the fc GEMM's epilogue, inside its region). Backward: the narrowing of the
+  // stream gradient with the projection's bias gradient, the GELU backward with the fc bias
+  // gradient, LayerNorm 2 (rows and parameters); the same narrowing, softmax backward, the qkv
+  // bias gradient, LayerNorm 1. Unfused (kamp 0.2) it was 22 with the GELU: split/merge heads
+  // twice, separate residual adds, casts and column sums. Launches inside GEMM regions (bias prologues, widening,
+  // the GELU epilogue's pass after a vendor GEMM) depend on the path and are counted apart. A GPU
+  // walks a column per thread, too few threads for element-wise work, so there the narrowing and
+  // the GELU backward run apart from their column sums (the same bits): 2 more in a 16-bit
+  // mode's narrowings, 1 more for the GELU.
+  using space = kamp::gpt<float>::execution_space;
+  constexpr bool apart = kamp::detail::column_block<space>::value == 1;
   for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16}) {
     const tally one = steady_step(mode, 1, 2), two = steady_step(mode, 2, 2);
-    INFO(name(mode) << ": " << one.launches << " launches with 1 layer, " << two.launches
-                    << " with 2:" << listed(two.kernels));
-    CHECK(two.launches - one.launches == 13);
+    const int per_layer = (two.launches - two.gemm_launches) - (one.launches - one.gemm_launches);
+    const int expected = 12 + (apart ? 1 + (mode == kamp::precision_mode::fp32 ? 0 : 2) : 0);
+    INFO(name(mode) << ": " << one.launches << " launches with 1 layer (" << one.gemm_launches << " in GEMMs), "
+                    << two.launches << " with 2 (" << two.gemm_launches << " in GEMMs):" << listed(two.kernels));
+    CHECK(per_layer == expected);
     for (const auto& kernels : {one.kernels, two.kernels})
       for (const auto& k : kernels) {
         CHECK(k != "kamp::split_heads");

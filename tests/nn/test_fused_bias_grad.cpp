@@ -116,6 +116,15 @@ const std::pair<std::size_t, std::size_t> shapes[] = {
     {0, 5},   // no rows: the sums stay as they were
 };
 
+// And enough columns that a CPU walks 64-column blocks (every thread still gets one), the last
+// one partial.
+template <class Space>
+std::vector<std::pair<std::size_t, std::size_t>> with_wide_blocks() {
+  std::vector<std::pair<std::size_t, std::size_t>> all(std::begin(shapes), std::end(shapes));
+  all.emplace_back(13, 64 * std::size_t(Space().concurrency()) + 13);
+  return all;
+}
+
 template <class Space, class Y>
 void cast_matches_unfused(std::size_t n, std::size_t c) {
   INFO("fp32 -> " << name_of<Y>() << ", " << n << " x " << c);
@@ -219,7 +228,7 @@ void gelu_matches_unfused(std::size_t n, std::size_t m) {
 TEMPLATE_TEST_CASE("cast_and_column_sums equals kamp::cast then column_sums, bit for bit", "[nn][fused]",
                    KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
-  for (const auto& [n, c] : shapes) {
+  for (const auto& [n, c] : with_wide_blocks<Space>()) {
     cast_matches_unfused<Space, kamp::bf16>(n, c);
     cast_matches_unfused<Space, kamp::fp16>(n, c);
     cast_matches_unfused<Space, float>(n, c);
@@ -229,7 +238,7 @@ TEMPLATE_TEST_CASE("cast_and_column_sums equals kamp::cast then column_sums, bit
 TEMPLATE_TEST_CASE("gelu_backward_and_bias_grad equals gelu_backward then column_sums, bit for bit", "[nn][fused]",
                    KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
-  for (const auto& [n, m] : shapes) {
+  for (const auto& [n, m] : with_wide_blocks<Space>()) {
     gelu_matches_unfused<Space, kamp::bf16>(n, m);
     gelu_matches_unfused<Space, kamp::fp16>(n, m);
     gelu_matches_unfused<Space, float>(n, m);

@@ -143,7 +143,12 @@ void check_fused(const char* types, std::size_t n, std::size_t c, unsigned seed)
                                      rstd_in_place);
     CHECK(bit_mismatches(host(in_place), outh) == 0);
     CHECK(bit_mismatches(host(y_in_place), yh) == 0);
+    CHECK(bit_mismatches(host(mean_in_place), meanh) == 0);
     CHECK(bit_mismatches(host(rstd_in_place), rstdh) == 0);
+    if (n > 0 && c > 0)
+      CHECK_THROWS_AS(kamp::residual_layernorm_forward(Space(), in_place, branch, gamma, beta, in_place, y_in_place,
+                                                       mean_in_place, rstd_in_place),
+                      std::invalid_argument);
   }
 
   // (b) out is x + branch rounded once from S: the sum of two values of at most fp32 precision

@@ -10,6 +10,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>

@@ -27,7 +27,10 @@ struct launch_tally {
   int tool_fences = 0;  ///< fences Kokkos (>= 4) adds around callbacks while a tool listens
   int copies = 0;       ///< deep copies between views (fills of a scalar excluded)
   std::vector<std::string> fence_names, copy_names;
-  std::vector<std::string> kernels;  ///< the label of each launch, in order
+  /// Launches inside kamp::gemm[...] regions (a bias prologue, widening copies, an epilogue
+  /// pass): what the GEMM path adds, which differs between machines running one binary.
+  int gemm_launches = 0;
+  std::vector<std::string> kernels;  ///< the label of each launch outside GEMM regions, in order
   std::vector<std::string> gemms;    ///< kamp::gemm[...] regions entered, in order
 };
 
@@ -50,9 +53,18 @@ struct launch_counting {
         return true;
     return false;
   }
+  bool in_gemm() const {
+    for (const auto& r : regions)
+      if (r.rfind("kamp::gemm[", 0) == 0) return true;
+    return false;
+  }
   static void launch(const char* name, std::uint32_t, std::uint64_t*) {
-    ++instance().tally.launches;
-    instance().tally.kernels.emplace_back(name);
+    launch_counting& c = instance();
+    ++c.tally.launches;
+    if (c.in_gemm())
+      ++c.tally.gemm_launches;
+    else
+      c.tally.kernels.emplace_back(name);
   }
   static void end(std::uint64_t) {}
   static void fence(const char* name, std::uint32_t, std::uint64_t*) {

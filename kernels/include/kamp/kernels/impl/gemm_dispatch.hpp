@@ -143,12 +143,6 @@ gemm_record gemm_record_of(const gemm_problem<TA, TB, TC>& p, const char* path) 
   return r;
 }
 
-/// A GEMM with nothing after its one rounding of C.
-struct no_epilogue : plain_store {
-  template <class ExecutionSpace, class Problem>
-  void after(const ExecutionSpace&, const Problem&) const {}
-};
-
 /// Runs `p` on its route. An epilogue is applied by the portable kernel as it writes C (the
 /// epilogue is its store), and after a vendor GEMM by one element-wise pass (`epilogue.after`).
 template <class ExecutionSpace, class TA, class TB, class TC, class Epilogue = no_epilogue>

@@ -99,12 +99,15 @@ KOKKOS_INLINE_FUNCTION void load_tile(const Member& team, Acc* dst, const T* src
   }
 }
 
-/// C's element (row, col) rounded once from its fp32 (fp64) value: a GEMM with no epilogue.
-struct plain_store {
+/// A GEMM with nothing after its one rounding of C: as the portable kernel's store, C's element
+/// (row, col) rounded once from its fp32 (fp64) value; after a vendor GEMM, nothing.
+struct no_epilogue {
   template <class TC, class Acc>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t, std::int64_t, TC* out, Acc v) const {
     store_nearest(out, v);
   }
+  template <class ExecutionSpace, class Problem>
+  void after(const ExecutionSpace&, const Problem&) const {}
 };
 
 /// The portable tiled kernel: one team per (batch, tile of C). Per K-tile the team loads op(A)
@@ -199,7 +202,7 @@ void gemm_portable_storing(const ExecutionSpace& space, const gemm_problem<TA, T
 
 template <class ExecutionSpace, class TA, class TB, class TC>
 void gemm_portable(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p) {
-  gemm_portable_storing(space, p, plain_store{});
+  gemm_portable_storing(space, p, no_epilogue{});
 }
 
 }  // namespace kamp::detail

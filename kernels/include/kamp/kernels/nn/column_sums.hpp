@@ -57,6 +57,24 @@ void column_walk(const char* label, const ExecutionSpace& space, std::int64_t ro
     column_walk_in_blocks<block::value, Acc>(label, space, rows, cols, sums, per_element);
 }
 
+/// A pass that writes every element and sums a value per column: one walk where a work item
+/// takes a block of columns (CPUs: `write` stores and returns the summand), or, where a thread
+/// takes one column (GPUs: too few threads for element-wise work), `write` over every element in
+/// parallel first and then the column walk over `summand`, which must return what `write`
+/// returned. The sums are the same bits either way.
+template <class Acc, class ExecutionSpace, class S, class Write, class Summand>
+void write_and_sum_columns(const char* label, const ExecutionSpace& space, std::int64_t rows, std::int64_t cols,
+                           S* sums, const Write& write, const Summand& summand) {
+  if constexpr (column_block<ExecutionSpace>::value == 1) {
+    Kokkos::parallel_for(
+        label, row_policy(space, std::size_t(rows * cols)),
+        KOKKOS_LAMBDA(std::int64_t i) { write(i / cols, i % cols); });
+    column_walk<Acc>(label, space, rows, cols, sums, summand);
+  } else {
+    column_walk<Acc>(label, space, rows, cols, sums, write);
+  }
+}
+
 template <class ExecutionSpace, class X, class S>
 void column_sums_kernel(const ExecutionSpace& space, const X* src, std::int64_t rows, std::int64_t cols,
                         std::int64_t stride, S* dst) {
@@ -75,12 +93,14 @@ void cast_and_column_sums_kernel(const ExecutionSpace& space, const X* src, std:
   // The store's compute type: x's value is exact in it (fp32 for fp32 and 16-bit x), so y gets
   // exactly one rounding, as kamp::cast gives it.
   using rounded = common_accum_t<X, Y>;
-  column_walk<acc>(
-      "kamp::cast_and_column_sums", space, rows, cols, sums, KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) {
+  write_and_sum_columns<acc>(
+      "kamp::cast_and_column_sums", space, rows, cols, sums,
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) {
         const acc v = load_as<acc>(src + n * ldx + c);
         store_nearest(dst + n * ldy + c, static_cast<rounded>(v));
         return v;
-      });
+      },
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<acc>(src + n * ldx + c); });
 }
 
 }  // namespace detail

@@ -23,14 +23,16 @@ void cross_entropy_kernel(const ExecutionSpace& space, const X* ls, std::int64_t
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::cross_entropy", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
-        // Not restrict: the gradient may overwrite the logits, each element read before the same
-        // lane writes it (the row's max and sum are complete before any write).
+        // Not restrict: the gradient may overwrite the logits. Every read of another lane's
+        // element (the target's logit, the max and the sum) comes before the reductions complete,
+        // and each lane then reads only the elements it writes.
         const X* z = ls + r * ld;
         const auto logit = [&](std::int64_t j) { return load_as<Acc>(z + j); };
         const int target = ts[r];
+        const Acc target_logit = logit(target);
         const Acc top = row_max<Acc>(m, v, logit);
         const Acc sum = row_sum<Acc>(m, v, [&](std::int64_t j) { return exp_of(logit(j) - top); });
-        row_once(m, [&] { out[r] = log_of(sum) + top - logit(target); });
+        row_once(m, [&] { out[r] = log_of(sum) + top - target_logit; });
         if (!backward) return;
         const Acc scale = scaler.data() != nullptr ? Acc(scaler().scale) * factor : factor;
         const Acc inv = Acc(1) / sum;

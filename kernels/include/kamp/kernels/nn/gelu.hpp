@@ -85,13 +85,15 @@ void gelu_backward_bias_grad_kernel(const ExecutionSpace& space, const DY* dys, 
   report_traffic("kamp::gelu_backward_bias_grad", elements_bytes<DY, X, DX>(rows * cols) + elements_bytes<S, S>(cols));
   using acc = common_accum_t<X, DX>;
   using sum_acc = common_accum_t<DX, S>;
-  column_walk<sum_acc>(
-      "kamp::gelu_backward_bias_grad", space, rows, cols, dbias, KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) {
+  // The bias gradient sums dx as stored (rounded), as column_sums of dx would.
+  write_and_sum_columns<sum_acc>(
+      "kamp::gelu_backward_bias_grad", space, rows, cols, dbias,
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) {
         DX* const out = dxs + n * lddx + c;
         store_nearest(out, load_as<acc>(dys + n * lddy + c) * gelu_grad_of(load_as<acc>(xs + n * ldx + c)));
-        // The bias gradient sums dx as stored (rounded), as column_sums of dx would.
         return load_as<sum_acc>(out);
-      });
+      },
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<sum_acc>(dxs + n * lddx + c); });
 }
 
 }  // namespace detail

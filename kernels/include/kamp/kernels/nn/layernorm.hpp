@@ -5,6 +5,8 @@
 #include <kamp/kernels/nn/rows.hpp>
 #include <kamp/tools/traffic.hpp>
 
+#include <stdexcept>
+
 namespace kamp {
 
 namespace detail {
@@ -173,6 +175,8 @@ void residual_layernorm_forward(const ExecutionSpace& space, const Kokkos::View<
   detail::check_extent(api, "y", y.extent(0) * y.extent(1), n * c);
   detail::check_extent(api, "mean", mean.extent(0), n);
   detail::check_extent(api, "rstd", rstd.extent(0), n);
+  if (n > 0 && c > 0 && static_cast<const void*>(out.data()) == static_cast<const void*>(x.data()))
+    throw std::invalid_argument("kamp::residual_layernorm_forward: out may be branch itself but not x");
   detail::residual_layernorm_forward_kernel(space, x.data(), x.stride(0), branch.data(), branch.stride(0), gamma.data(),
                                             beta.data(), out.data(), out.stride(0), y.data(), y.stride(0), mean.data(),
                                             rstd.data(), n, c, static_cast<S>(eps));

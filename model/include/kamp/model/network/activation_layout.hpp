@@ -60,8 +60,8 @@ struct layer_dtypes {
 
 /// \brief The activation buffers of a GPT training on micro-batches of `batch` sequences: the
 /// one table the model allocates from and the memory planner sums. `real` is the type of the
-/// exact activations (residual stream, statistics, probabilities, logits): fp32, or fp64 for
-/// the reference model, which then also computes its "fp32" layers in fp64.
+/// exact activations (residual stream, statistics, probabilities; logits take the head's compute
+/// type): fp32, or fp64 for the reference model, which then also computes its "fp32" layers in fp64.
 std::array<activation_buffer, std::size_t(activation::count)> activation_layout(const gpt_config& config,
                                                                                 const precision_policy& policy,
                                                                                 int batch, dtype real = dtype::fp32);

@@ -17,9 +17,10 @@ namespace kamp {
 /// work, not the whole context's.
 ///
 /// It computes in the types gpt's training forward uses in the same precision policy (bf16 or
-/// fp16 GEMM inputs, fp32 residual stream, LayerNorm and softmax statistics, fp32 logits) and
-/// through the same kernels, so its logits match a full-context forward up to the order of
-/// summation inside the GEMMs. One sequence; every kernel runs on the given execution space
+/// fp16 GEMM inputs, fp32 residual stream, LayerNorm and softmax statistics) and through the
+/// same kernels, so its logits match a full-context forward up to the order of summation inside
+/// the GEMMs and, in 16-bit modes, the training forward's rounding of logits to the head's type
+/// (the decoder keeps them fp32 for sampling). One sequence; every kernel runs on the given execution space
 /// instance.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class gpt_decoder {
