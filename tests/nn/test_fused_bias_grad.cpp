@@ -194,8 +194,23 @@ void gelu_matches_unfused(std::size_t n, std::size_t m) {
 
   const auto dx = elements(dx_fused);
   const auto db = kamp::test::to_host(db_fused);
-  CHECK(bits(dx) == bits(elements(dx_unfused)));
-  CHECK(bits(db) == bits(kamp::test::to_host(db_unfused)));
+  // The same formula and order as the unfused pair, but not always its bits: a compiler may
+  // contract GELU' into fused multiply-adds differently in the two loops (g++ 16 with Kokkos
+  // 4.5's Serial build: one fp32 ulp in a few elements). So dx within one ulp of DX, dbias
+  // within what those ulps add; the fp64 checks below hold each of them on its own.
+  const auto dx_apart = elements(dx_unfused);
+  const auto db_apart = kamp::test::to_host(db_unfused);
+  std::size_t beyond_an_ulp = 0;
+  for (std::size_t i = 0; i < dx.size(); ++i)
+    beyond_an_ulp += std::fabs(value_of(dx[i]) - value_of(dx_apart[i])) >
+                     2 * unit_roundoff<DX> * std::fabs(value_of(dx_apart[i])) + 2 * subnormal_half_ulp<DX>;
+  CHECK(beyond_an_ulp == 0);
+  for (std::size_t j = 0; j < m; ++j) {
+    double abs_sum = std::fabs(s0[j]);
+    for (std::size_t r = 0; r < n; ++r) abs_sum += std::fabs(value_of(dx_apart[r * m + j]));
+    CHECK(std::fabs(double(db[j]) - double(db_apart[j])) <=
+          2 * sum_bound(n, abs_sum) + 2 * unit_roundoff<DX> * abs_sum);
+  }
 
   // dx: the fp32 product (one rounding) and the store into DX (one more) on top of the error of GELU'.
   std::vector<double> dx_ref(dx.size()), dx_bound(dx.size());
@@ -235,7 +250,7 @@ TEMPLATE_TEST_CASE("cast_and_column_sums equals kamp::cast then column_sums, bit
   }
 }
 
-TEMPLATE_TEST_CASE("gelu_backward_and_bias_grad equals gelu_backward then column_sums, bit for bit", "[nn][fused]",
+TEMPLATE_TEST_CASE("gelu_backward_and_bias_grad matches gelu_backward then column_sums to an ulp", "[nn][fused]",
                    KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   for (const auto& [n, m] : with_wide_blocks<Space>()) {

@@ -117,8 +117,10 @@ void gelu_backward(const ExecutionSpace& space, const Kokkos::View<DY*, DYP...>&
 
 /// \brief dx = dy · GELU'(x) elementwise, as gelu_backward, and dbias(m) += Σ_n dx(n, m) of the
 /// stored dx, in one pass: the MLP's up-projection bias gradient is the column sum of the GELU
-/// input gradient, and computing it here saves column_sums a second read of dx. The results are
-/// bitwise those of gelu_backward followed by column_sums(dx, dbias). Label
+/// input gradient, and computing it here saves column_sums a second read of dx. The same formula
+/// and summation order as gelu_backward followed by column_sums(dx, dbias): the same bits where
+/// the compiler contracts GELU' into multiply-adds alike in both loops, else dx within an ulp
+/// (seen with g++ 16). Label
 /// `kamp::gelu_backward_bias_grad`.
 ///
 /// \param dy     (N, M) gradient of the GELU output
