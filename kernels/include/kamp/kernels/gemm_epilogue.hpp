@@ -48,9 +48,9 @@ struct gelu_epilogue {
 /// The portable kernel writes both as it stores each tile (no second pass over pre); a vendor
 /// GEMM (oneDNN, cuBLAS, KokkosBlas) writes pre and one fused element-wise pass, the
 /// `kamp::gelu_forward` kernel, writes act. Either way act is what gelu_forward gives
-/// from pre (its bits after a vendor GEMM; to an ulp in the portable write-back, which a
-/// compiler may contract into multiply-adds differently). pre and act are rank-2 with contiguous rows (stride(0) =
-/// columns).
+/// from pre (its bits after a vendor GEMM; within GELU's error bound in the portable write-back,
+/// which a compiler may contract into multiply-adds differently). pre and act are rank-2 with contiguous rows
+/// (stride(0) = columns).
 template <class ExecutionSpace, class AView, class BView, class PreView, class ActView>
 void gemm_bias_gelu(
     const ExecutionSpace& space, op op_a, op op_b, float alpha, const AView& A, const BView& B,

@@ -119,8 +119,8 @@ void gelu_backward(const ExecutionSpace& space, const Kokkos::View<DY*, DYP...>&
 /// stored dx, in one pass: the MLP's up-projection bias gradient is the column sum of the GELU
 /// input gradient, and computing it here saves column_sums a second read of dx. The same formula
 /// and summation order as gelu_backward followed by column_sums(dx, dbias): the same bits where
-/// the compiler contracts GELU' into multiply-adds alike in both loops, else dx within an ulp
-/// (seen with g++ 16). Label
+/// the compiler contracts GELU' into multiply-adds alike in both loops, else within GELU's
+/// error bound (g++ 16: up to 8 fp32 ulps). Label
 /// `kamp::gelu_backward_bias_grad`.
 ///
 /// \param dy     (N, M) gradient of the GELU output
