@@ -79,9 +79,12 @@ void add_optimization_options(CLI::App& app, kamp::train_options& train) {
 void add_data_options(CLI::App& app, run_settings& s) {
   app.add_option(
       "--data", s.data,
-      "Train on this text file, or every text file under this directory (bytes are tokens: a vocabulary of 256; "
-      "binary files under it are skipped, one named alone is refused); default: the built-in corpus");
-  app.add_option("--validation-fraction", s.validation_fraction, "Tail of the text kept for validation")
+      "Train on: a text file, or every text file under a directory (bytes are tokens, --vocab 256; binary files "
+      "under it are skipped, one named alone is refused); or token files (*.bin: llm.c shards or nanoGPT's raw "
+      "uint16), one, a directory's, or a quoted glob pattern's, memory-mapped, files named *val* held out for "
+      "validation; default: the built-in corpus");
+  app.add_option("--validation-fraction", s.validation_fraction,
+                 "Tail of the data kept for validation (token files: unless some are named *val*)")
       ->capture_default_str();
   app.add_option("--eval-every", s.eval_every, "Validation loss every N steps (0: only at the end)")
       ->capture_default_str();
@@ -220,6 +223,10 @@ void check_reporting_options(const run_settings& s) {
   if (s.eval_every < 0 || s.log_every < 1) throw std::invalid_argument("--eval-every must be >= 0, --log-every >= 1");
   if (s.sample_every < 0 || s.sample_tokens < 1)
     throw std::invalid_argument("--sample-every must be >= 0 (0: off) and --sample-tokens >= 1");
+  if (s.sample_every > 0 && s.model.vocab != 256)
+    throw std::invalid_argument(
+        "--sample-every prints bytes and so needs a byte-level model (--vocab 256); this one has " +
+        std::to_string(s.model.vocab) + " tokens");
 }
 
 // Everything is validated before the model is allocated; the values parsed on the way are kept
@@ -260,7 +267,7 @@ kamp::token_dataset load_data(const run_settings& s) {
   kamp::token_dataset data =
       s.data.empty()
           ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context, "built-in corpus")
-          : kamp::token_dataset::from_path(s.data, s.validation_fraction, s.model.context);
+          : kamp::token_dataset::from_path(s.data, s.validation_fraction, s.model.context, s.model.vocab);
   if (!data.skipped().empty())
     std::printf("note: --data: skipped %zu binary files (with NUL bytes), e.g. %s\n", data.skipped().size(),
                 data.skipped().front().c_str());
@@ -269,9 +276,10 @@ kamp::token_dataset load_data(const run_settings& s) {
 
 void print_banner(const run_settings& s, kamp::trainer& trainer, const kamp::token_dataset& data) {
   const kamp::dist::communicator& ranks = trainer.parallel().ranks;
-  std::printf("kamp-train: GPT %d layers, %d heads, d_model %d, mlp %d, context %d: %zu parameters\n", s.model.layers,
-              s.model.heads, s.model.d_model, s.model.mlp, s.model.context, trainer.model().table().parameter_count());
-  std::printf("  mode %s%s; batch %d x %d micro-batches; %d steps; data: %s (%zu train / %zu validation bytes)\n",
+  std::printf("kamp-train: GPT %d layers, %d heads, d_model %d, mlp %d, context %d, vocab %d: %zu parameters\n",
+              s.model.layers, s.model.heads, s.model.d_model, s.model.mlp, s.model.context, s.model.vocab,
+              trainer.model().table().parameter_count());
+  std::printf("  mode %s%s; batch %d x %d micro-batches; %d steps; data: %s (%zu train / %zu validation tokens)\n",
               s.precision.mode.c_str(),
               s.policy.fp32_layers.empty() ? "" : (", fp32 layers: " + CLI::detail::join(s.policy.fp32_layers)).c_str(),
               s.train.batch, s.train.micro_batches, s.train.steps, data.source().c_str(),

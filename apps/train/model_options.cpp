@@ -11,13 +11,30 @@ precision_policy precision_options::policy() const {
 }
 
 void add_model_options(CLI::App& app, gpt_config& model) {
+  // First: CLI11 applies options in the order they are added, so --layers and the rest, given
+  // beside a preset, change the preset's shape.
+  std::vector<std::string> presets;
+  std::string listed;
+  for (const gpt_preset& p : gpt_presets()) {
+    presets.emplace_back(p.name);
+    listed += std::string(listed.empty() ? "" : ", ") + p.name + " (" + p.description + ")";
+  }
+  app.add_option_function<std::string>(
+         "--preset", [&model](const std::string& name) { model = find_gpt_preset(name).config; },
+         "A published shape, vocabulary 50257 and context 1024: " + listed +
+             "; the other model options given change it")
+      ->check(CLI::IsMember(presets));
+  app.add_option("--vocab", model.vocab,
+                 "Tokens in the vocabulary: 256 for byte-level text, the tokenizer's count for token files "
+                 "(50257 for GPT-2's); wte is padded to a multiple of 128 rows")
+      ->capture_default_str()
+      ->check(CLI::Range(2, gpt_config::max_vocab));
   app.add_option("--layers", model.layers, "Transformer blocks")->capture_default_str();
   app.add_option("--heads", model.heads, "Attention heads per block")->capture_default_str();
   app.add_option("--d-model", model.d_model, "Width of the residual stream (a multiple of heads)")
       ->capture_default_str();
   app.add_option("--mlp", model.mlp, "Hidden width of each MLP")->capture_default_str();
-  app.add_option("--context", model.context, "Tokens per sequence (byte-level tokens, vocabulary 256)")
-      ->capture_default_str();
+  app.add_option("--context", model.context, "Tokens per sequence")->capture_default_str();
 }
 
 void add_precision_options(CLI::App& app, precision_options& precision) {

@@ -21,7 +21,8 @@ struct precision_options {
   precision_policy policy() const;
 };
 
-/// --layers, --heads, --d-model, --mlp, --context: the same options in every kamp program.
+/// --preset, --vocab, --layers, --heads, --d-model, --mlp, --context: the same options in every
+/// kamp program.
 void add_model_options(CLI::App& app, gpt_config& model);
 /// --mode, --pure-bf16-update, --fp32-layers.
 void add_precision_options(CLI::App& app, precision_options& precision);

@@ -33,8 +33,8 @@ class sample_printer {
 };
 
 sample_printer::sample_printer(const run_settings& s, trainer& t, const token_dataset& data) : s_(s), trainer_(t) {
-  const auto& held_out = data.bytes(token_dataset::split::validation);
-  prompt_.assign(held_out.begin(), held_out.begin() + std::min<std::size_t>(16, held_out.size()));
+  const token_segment& held_out = data.segments(token_dataset::split::validation).front();  // bytes: checked
+  for (std::size_t i = 0; i < std::min<std::size_t>(16, held_out.size); ++i) prompt_ += char(held_out.tokens[i]);
 }
 
 void sample_printer::print(std::int64_t step) {

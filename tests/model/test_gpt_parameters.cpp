@@ -51,7 +51,8 @@ std::string described(const kamp::gpt_config& c) {
 // ln1, qkv, attn.proj, ln2, mlp.fc, mlp.proj, each weight then bias; lnf), each starting on a
 // multiple of 64 elements, tensor_table's alignment.
 std::size_t padded_size(const kamp::gpt_config& config) {
-  const std::size_t v = config.vocab, t = config.context, c = config.d_model, m = config.mlp;
+  // wte's rows: the vocabulary rounded up to a multiple of 128 (llm.c's padding).
+  const std::size_t v = (config.vocab + 127) / 128 * 128, t = config.context, c = config.d_model, m = config.mlp;
   std::vector<std::size_t> sizes{v * c, t * c};
   for (int l = 0; l < config.layers; ++l)
     sizes.insert(sizes.end(), {c, c, 3 * c * c, 3 * c, c * c, c, c, c, m * c, m, c * m, c});
@@ -64,9 +65,17 @@ std::size_t padded_size(const kamp::gpt_config& config) {
 }  // namespace
 
 TEST_CASE("the parameter table holds GPT-2's parameter counts", "[model][parameters]") {
-  // GPT-2 small and medium as Hugging Face counts them (embedding tied to the LM head).
-  CHECK(kamp::gpt_parameters(shape(50257, 1024, 12, 12, 64, 3072)).table.parameter_count() == 124439808);
-  CHECK(kamp::gpt_parameters(shape(50257, 1024, 24, 16, 64, 4096)).table.parameter_count() == 354823168);
+  // GPT-2 small and medium as Hugging Face counts them (embedding tied to the LM head), and as
+  // llm.c's file holds them: wte padded from 50257 to 50304 rows (train_gpt2.c's 124475904).
+  const auto small = kamp::gpt_parameters(shape(50257, 1024, 12, 12, 64, 3072)).table.parameter_count();
+  CHECK(small == 124475904);
+  CHECK(small - (50304 - 50257) * 768 == 124439808);
+  const auto medium = kamp::gpt_parameters(shape(50257, 1024, 24, 16, 64, 4096)).table.parameter_count();
+  CHECK(medium - (50304 - 50257) * 1024 == 354823168);
+  for (const auto& preset : kamp::gpt_presets()) CHECK(preset.config.padded_vocab() == 50304);
+  CHECK(kamp::find_gpt_preset("gpt2-124m").config.parameter_table().parameter_count() == small);
+  CHECK_THROWS_WITH(kamp::find_gpt_preset("gpt2-1.5b"),
+                    Catch::Contains("unknown model preset 'gpt2-1.5b'") && Catch::Contains("gpt2-774m"));
   // kamp's reference model (gpt_config's defaults, "≈ 3.26M parameters").
   CHECK(kamp::gpt_parameters(kamp::gpt_config{}).table.parameter_count() == 3257856);
   // Everything 1 but the vocabulary, counted tensor by tensor: wte 256, wpe 1; the block's two
@@ -79,7 +88,7 @@ TEST_CASE("the memory planner's parameter estimate is the parameter table's coun
   // parameter_estimate is a closed formula, so that a shape claiming 10^8 layers is judged
   // without building its table; it must count what the table holds, to the parameter. The
   // published counts pin both to an outside figure.
-  CHECK(kamp::parameter_estimate(shape(50257, 1024, 12, 12, 64, 3072)) == 124439808);
+  CHECK(kamp::parameter_estimate(shape(50257, 1024, 12, 12, 64, 3072)) == 124439808 + (50304 - 50257) * 768);
   CHECK(kamp::parameter_estimate(kamp::gpt_config{}) == 3257856);
   for (const kamp::gpt_config& c : shapes(true)) {
     INFO(described(c));

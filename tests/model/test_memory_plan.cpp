@@ -51,7 +51,8 @@ kamp::memory_plan table_built_plan(const kamp::gpt_config& model, const kamp::pr
   }
   for (const auto& buffer : kamp::activation_layout(model, policy, batch))
     for (const std::size_t bytes : buffer.bytes) p.activations += double(bytes);
-  p.activations += double(kamp::token_rows<Kokkos::HostSpace>::bytes(std::size_t(batch) * model.context, model.vocab));
+  p.activations +=
+      double(kamp::token_rows<Kokkos::HostSpace>::bytes(std::size_t(batch) * model.context, model.padded_vocab()));
   return p;
 }
 

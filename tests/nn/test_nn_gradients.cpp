@@ -206,11 +206,62 @@ void check_cross_entropy_in_place() {
   CHECK_THROWS_AS(kamp::cross_entropy(Space(), strided, t, losses, strided, 1.0), std::invalid_argument);
 }
 
+// A padded vocabulary (llm.c's Vp): the loss reads the first V columns of an (N, Vp) buffer and
+// writes its gradient over the whole of it. Losses and the first V gradient columns are those
+// of an unpadded (N, V) copy, bit for bit; the padding columns, NaN and 1e30 before, are 0.
+template <class Space>
+void check_cross_entropy_padded() {
+  using memory = typename Space::memory_space;
+  const std::size_t n = 19, v = 300, vp = 384;
+  const auto z = normal_doubles(n * v, 4.0, 43);
+  std::vector<float> padded(n * vp), unpadded(n * v);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t j = 0; j < vp; ++j)
+      padded[r * vp + j] = j < v ? (unpadded[r * v + j] = float(z[r * v + j])) : (j % 2 ? NAN : 1e30f);
+  std::vector<int> targets(n);
+  for (std::size_t r = 0; r < n; ++r) targets[r] = int((r * 89) % v);
+  const Kokkos::View<const int*, memory> t(kamp::test::to_device<int, Space>(targets, "targets"));
+  const auto buffer = kamp::test::to_device<float, Space>(padded, "padded");
+  const Kokkos::View<float**, Kokkos::LayoutRight, memory> whole(buffer.data(), n, vp);
+  const auto classes = Kokkos::subview(Kokkos::View<const float**, Kokkos::LayoutRight, memory>(whole), Kokkos::ALL,
+                                       std::pair<std::size_t, std::size_t>(0, v));
+  const Kokkos::View<float*, memory> losses("losses", n), losses_unpadded("losses_unpadded", n);
+  kamp::cross_entropy(Space(), classes, t, losses, whole, 0.25, {});
+  const auto plain = kamp::test::to_device<float, Space>(unpadded, "unpadded");
+  const Kokkos::View<float**, Kokkos::LayoutRight, memory> plain_matrix(plain.data(), n, v);
+  kamp::cross_entropy(Space(), Kokkos::View<const float**, Kokkos::LayoutRight, memory>(plain_matrix), t,
+                      losses_unpadded, plain_matrix, 0.25, {});
+  const auto got = kamp::test::to_host(buffer), want = kamp::test::to_host(plain);
+  const auto l = kamp::test::to_host(losses), l_want = kamp::test::to_host(losses_unpadded);
+  int loss_differs = 0, grad_differs = 0, padding_not_zero = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    loss_differs += kamp::test::raw_bits(l[r]) != kamp::test::raw_bits(l_want[r]);
+    for (std::size_t j = 0; j < vp; ++j) {
+      const float g = got[r * vp + j];
+      if (j < v)
+        grad_differs += kamp::test::raw_bits(g) != kamp::test::raw_bits(want[r * v + j]);
+      else
+        padding_not_zero += kamp::test::raw_bits(g) != 0u;
+    }
+  }
+  CHECK(loss_differs == 0);
+  CHECK(grad_differs == 0);
+  CHECK(padding_not_zero == 0);
+  // Fewer gradient columns than classes is refused.
+  const Kokkos::View<float**, Kokkos::LayoutRight, memory> narrow("narrow", n, v - 1);
+  CHECK_THROWS_AS(kamp::cross_entropy(Space(), classes, t, losses, narrow, 1.0, {}), std::invalid_argument);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("cross entropy over 16-bit logits writes its gradient in place", "[nn]",
                    KAMP_TEST_EXECUTION_SPACES) {
   check_cross_entropy_in_place<TestType>();
+}
+
+TEMPLATE_TEST_CASE("cross entropy over a padded vocabulary ignores and zeroes the padding columns", "[nn]",
+                   KAMP_TEST_EXECUTION_SPACES) {
+  check_cross_entropy_padded<TestType>();
 }
 
 TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position", "[nn]", KAMP_TEST_EXECUTION_SPACES) {

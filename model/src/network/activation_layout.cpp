@@ -31,7 +31,8 @@ std::array<activation_buffer, std::size_t(activation::count)> activation_layout(
                                                                                 const precision_policy& policy,
                                                                                 int batch, dtype real) {
   const layer_dtypes types(config, policy, real);
-  const std::size_t n = std::size_t(batch) * config.context, c = config.d_model, m = config.mlp, v = config.vocab;
+  const std::size_t n = std::size_t(batch) * config.context, c = config.d_model, m = config.mlp,
+                    v = config.padded_vocab();
   const std::size_t s = std::size_t(batch) * config.heads * config.context * config.context;  // scores per layer
   const std::size_t r = size_of(real), wide = size_of(types.widest), norms = 2 * config.layers + 1;
   std::array<activation_buffer, std::size_t(activation::count)> out;

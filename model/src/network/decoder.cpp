@@ -33,7 +33,7 @@ struct gpt_decoder<ES>::buffers {
         ln_rstd("kamp::decoder::ln_rstd", 1),
         scores("kamp::decoder::scores", std::size_t(c.heads) * c.context),
         fc_pre("kamp::decoder::fc_pre", c.mlp),
-        logits("kamp::decoder::logits", c.vocab),
+        logits("kamp::decoder::logits", c.padded_vocab()),
         ln_out("kamp::decoder::ln_out", 4 * std::size_t(c.d_model)),
         qkv("kamp::decoder::qkv", 12 * std::size_t(c.d_model)),
         probs("kamp::decoder::probs", 4 * std::size_t(c.heads) * c.context),
@@ -78,7 +78,7 @@ typename gpt_decoder<ES>::logits_view gpt_decoder<ES>::advance(int token) {
   Kokkos::deep_copy(space_, buf_->token, token);
   visit_dtype<float>(policy_.weights(), [&](auto p) { forward<decltype(p)>(); });
   ++position_;
-  return buf_->logits;
+  return Kokkos::subview(buf_->logits, std::pair<std::size_t, std::size_t>(0, config_.vocab));  // no padding
 }
 
 template <class ES>

@@ -14,6 +14,10 @@ std::string generate(gpt_decoder<ES>& decoder, const std::string& prompt, int to
                      const std::function<void(char)>& emit) {
   const int vocab = decoder.config().vocab, context = decoder.config().context;
   options.validate(vocab);
+  if (vocab != 256)
+    throw std::invalid_argument("generate: the model's vocabulary has " + std::to_string(vocab) +
+                                " tokens; generate() reads and writes bytes and so serves byte-level models "
+                                "(vocabulary 256) only");
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt needs at least one byte to start from");
   if (tokens < 0)
     throw std::invalid_argument("generate: the number of tokens must be >= 0, got " + std::to_string(tokens));
@@ -30,9 +34,6 @@ std::string generate(gpt_decoder<ES>& decoder, const std::string& prompt, int to
   };
   decoder.reset();
   for (const unsigned char byte : prompt) {
-    if (byte >= vocab)
-      throw std::invalid_argument("generate: the prompt's byte " + std::to_string(int(byte)) +
-                                  " is outside the model's vocabulary of " + std::to_string(vocab));
     feed(byte);
   }
   const Kokkos::View<float*, Kokkos::HostSpace> host("kamp::generate::logits", std::size_t(vocab));

@@ -43,7 +43,7 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
       dtypes_(config, policy, std::is_same_v<Real, double> ? dtype::fp64 : dtype::fp32),
       batch_(batch),
       space_(space),
-      token_index_(std::size_t(std::max(batch, 1)) * config.context, config.vocab) {
+      token_index_(std::size_t(std::max(batch, 1)) * config.context, config.padded_vocab()) {
   if (std::is_same_v<Real, double> && policy_.mode != precision_mode::fp32)
     throw std::invalid_argument("kamp::gpt<double> is the fp64 reference; it runs the fp32 policy only");
   if (batch < 1) throw std::invalid_argument("kamp::gpt: batch must be at least 1, got " + std::to_string(batch));
@@ -113,7 +113,7 @@ template <class P, class T>
 struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
   using v = views<memory_space>;
   const gpt& model;
-  const std::size_t rows, width, hidden, vocab, context, heads, head_size, batch;
+  const std::size_t rows, width, hidden, vocab, padded_vocab, context, heads, head_size, batch;
   const std::size_t head_count;  ///< B·H: the attention matrices of a micro-batch
   const float attention_scale;   ///< 1/√D
 
@@ -124,6 +124,7 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
         width(m.config_.d_model),
         hidden(m.config_.mlp),
         vocab(m.config_.vocab),
+        padded_vocab(m.config_.padded_vocab()),
         context(m.config_.context),
         heads(m.config_.heads),
         head_size(width / heads),
@@ -369,15 +370,18 @@ void gpt<Real, ES>::head_forward(bool with_grad, double grad_scale, const scaler
   norm_forward<P, T>(last, parameters_.lnf, 0, head, "lnf");
   // Logits in the head's compute type, as autocast and llm.c keep them; the loss reads them in
   // fp32 and, with a backward pass, overwrites them with their gradient (one buffer, not two).
-  const auto logits = ctx.compute(activation::logits, 0, n, ctx.vocab);
+  // The padded vocabulary's columns are no class: the loss skips them, their gradient is 0.
+  const auto logits = ctx.compute(activation::logits, 0, n, ctx.padded_vocab);
   linear(space_, ctx.compute(activation::ln_out, last, n, ctx.width), ctx.gemm(parameters_.wte), logits,
          Kokkos::View<const Real*, memory_space>());
-  note(0, head, "lm_head", false, logits);
+  const auto classes =
+      Kokkos::subview(read_only(logits), Kokkos::ALL, std::pair<std::size_t, std::size_t>(0, ctx.vocab));
+  note(0, head, "lm_head", false, logits);  // the padded columns are 0: no range and no inf
   const auto losses = flat(ctx.real(activation::losses, 0, n, 1));
   auto dlogits = logits;
   if (!with_grad) dlogits = {};  // the loss alone
   const Kokkos::View<const int*, memory_space, Kokkos::MemoryUnmanaged> targets(targets_.data(), n);
-  cross_entropy(space_, read_only(logits), targets, losses, dlogits, grad_scale / double(n), scaler);
+  cross_entropy(space_, classes, targets, losses, dlogits, grad_scale / double(n), scaler);
   note(0, head, "loss", false, losses);
   if (with_grad) note(0, head, "loss", true, dlogits);
 }
@@ -419,7 +423,7 @@ void gpt<Real, ES>::head_backward() {
   const pass<P, T> ctx(*this);
   const int last = 2 * config_.layers;
   const std::size_t n = ctx.rows, c = ctx.width;
-  const auto dlogits = ctx.compute(activation::logits, 0, n, ctx.vocab);  // overwritten by the loss
+  const auto dlogits = ctx.compute(activation::logits, 0, n, ctx.padded_vocab);  // overwritten by the loss
   const auto dln = ctx.real(activation::dln, 0, n, c);
   gemm(space_, op::none, op::none, 1.0f, dlogits, ctx.gemm(parameters_.wte), 0.0f, dln);
   note(0, layer_part::head, "lm_head", true, dln);
@@ -514,13 +518,14 @@ std::vector<double> gpt<Real, ES>::gemm_input(const std::string& layer) const {
 
 template <class Real, class ES>
 std::vector<double> gpt<Real, ES>::logits() const {
-  const std::size_t n = std::size_t(batch_) * config_.context * config_.vocab;
-  std::vector<double> out(n);
+  const std::size_t rows = std::size_t(batch_) * config_.context, v = config_.vocab, vp = config_.padded_vocab();
+  std::vector<double> out(rows * v);
   visit_dtype<Real>(dtypes_.head, [&](auto t) {
     using T = decltype(t);
     const auto host = Kokkos::create_mirror_view_and_copy(
-        Kokkos::HostSpace(), views<memory_space>::template as_vector<T>((*buf_)(activation::logits), n));
-    for (std::size_t i = 0; i < n; ++i) out[i] = load_as<double>(host.data() + i);
+        Kokkos::HostSpace(), views<memory_space>::template as_vector<T>((*buf_)(activation::logits), rows * vp));
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < v; ++j) out[r * v + j] = load_as<double>(host.data() + r * vp + j);
   });
   return out;
 }

@@ -11,7 +11,8 @@ void gpt_config::validate() const {
   const auto require = [](bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("model config: " + what);
   };
-  require(vocab >= 256, "vocab is " + std::to_string(vocab) + "; byte-level tokens need at least 256");
+  require(vocab >= 2 && vocab <= max_vocab, "vocab is " + std::to_string(vocab) + "; it must lie in [2, " +
+                                                std::to_string(max_vocab) + "] (256 for byte-level text)");
   require(context >= 1, "context is " + std::to_string(context) + "; it must be at least 1");
   require(layers >= 1, "layers is " + std::to_string(layers) + "; it must be at least 1");
   require(heads >= 1, "heads is " + std::to_string(heads) + "; it must be at least 1");
@@ -22,6 +23,26 @@ void gpt_config::validate() const {
 }
 
 tensor_table gpt_config::parameter_table() const { return gpt_parameters(*this).table; }
+
+const std::vector<gpt_preset>& gpt_presets() {
+  // GPT-2's published shapes (Radford et al. 2019, Table 2; the Hugging Face configs' n_layer,
+  // n_head, n_embd): the MLP is 4 x d_model.
+  static const std::vector<gpt_preset> presets = {
+      {"gpt2-124m", "GPT-2 small: 12 layers, 12 heads, d_model 768", {50257, 1024, 12, 12, 768, 3072}},
+      {"gpt2-350m", "GPT-2 medium: 24 layers, 16 heads, d_model 1024", {50257, 1024, 24, 16, 1024, 4096}},
+      {"gpt2-774m", "GPT-2 large: 36 layers, 20 heads, d_model 1280", {50257, 1024, 36, 20, 1280, 5120}},
+  };
+  return presets;
+}
+
+const gpt_preset& find_gpt_preset(const std::string& name) {
+  std::string names;
+  for (const gpt_preset& p : gpt_presets()) {
+    if (name == p.name) return p;
+    names += (names.empty() ? "" : ", ") + std::string(p.name);
+  }
+  throw std::invalid_argument("unknown model preset '" + name + "': expected one of " + names);
+}
 
 std::string block_name(int block) { return "h" + std::to_string(block); }
 

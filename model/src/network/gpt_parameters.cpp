@@ -8,7 +8,7 @@ namespace kamp {
 
 gpt_parameters::gpt_parameters(const gpt_config& config) {
   config.validate();
-  const std::size_t v = config.vocab, t = config.context, c = config.d_model, m = config.mlp;
+  const std::size_t v = config.padded_vocab(), t = config.context, c = config.d_model, m = config.mlp;
   const auto add = [&](const std::string& name, std::vector<std::size_t> shape, parameter_kind kind) {
     kinds.push_back(kind);
     return table.add(name, std::move(shape));

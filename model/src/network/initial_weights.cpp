@@ -43,7 +43,10 @@ std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t 
         break;
     }
     const double sd = residual[t] ? residual_std : 0.02;
-    for (std::size_t i = part.first; i < part.last; ++i) {
+    // wte's padded rows (padded_vocab()) stay zero: no token reads them, no loss trains them.
+    const std::size_t last =
+        t == p.wte ? std::min(part.last, e.offset + std::size_t(config.vocab) * config.d_model) : part.last;
+    for (std::size_t i = part.first; i < last; ++i) {
       // Box-Muller on two counter-based uniforms in (0, 1], keyed by the flat position.
       const std::uint64_t k = 2 * i;
       const double u1 = (counter_random(seed, k) + 1.0) / 4294967296.0, u2 = counter_random(seed, k + 1) / 4294967296.0;

@@ -113,7 +113,7 @@ struct table_figures {
 // The bytes of activation_layout's buffers, and of the index the embedding's backward pass
 // sorts the tokens into, from the shape: a buffer per LayerNorm or per layer is one product.
 double activation_bytes(const gpt_config& model, const layer_sizes& layers, int batch) {
-  const double n = double(batch) * model.context, c = model.d_model, m = model.mlp, v = model.vocab;
+  const double n = double(batch) * model.context, c = model.d_model, m = model.mlp, v = model.padded_vocab();
   const double s = double(batch) * model.heads * model.context * model.context;  // scores per layer
   const double r = layer_sizes::fp32_size, wide = layers.widest, norms = 2 * layers.blocks + 1;
   const double attn = layers.attention(), mlp = layers.mlp(), index = double(sizeof(int));
@@ -173,7 +173,7 @@ double activation_bytes(const gpt_config& model, const layer_sizes& layers, int 
   };
   double total = 0;
   for (int a = 0; a < int(activation::count); ++a) total += bytes(activation(a));
-  return total + double(token_rows<Kokkos::HostSpace>::bytes(std::size_t(n), model.vocab));
+  return total + double(token_rows<Kokkos::HostSpace>::bytes(std::size_t(n), model.padded_vocab()));
 }
 
 }  // namespace
@@ -215,7 +215,7 @@ memory_plan plan_memory(const gpt_config& model, const precision_policy& policy,
 }
 
 double parameter_estimate(const gpt_config& model) {
-  const double v = model.vocab, t = model.context, c = model.d_model, m = model.mlp;
+  const double v = model.padded_vocab(), t = model.context, c = model.d_model, m = model.mlp;
   // Per block: two LayerNorms (4C), qkv (3C^2 + 3C), proj (C^2 + C), fc (mC + m), mlp.proj (Cm + C).
   const double block = 4 * c * c + 2 * m * c + 9 * c + m;
   return v * c + t * c + model.layers * block + 2 * c;

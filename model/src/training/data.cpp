@@ -2,7 +2,14 @@
 #include <kamp/model/training/device_batches.hpp>
 #include <kamp/numeric/counter_random.hpp>
 
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -76,22 +83,6 @@ std::string default_corpus(std::size_t bytes, std::uint64_t seed) {
     }
   }
   return text;
-}
-
-token_dataset::token_dataset(const std::string& text, double validation_fraction, int context, std::string source)
-    : context_(context), source_(std::move(source)) {
-  if (!(validation_fraction > 0.0 && validation_fraction < 1.0))
-    throw std::invalid_argument("data: validation fraction must lie in (0, 1), got " +
-                                std::to_string(validation_fraction));
-  const std::size_t split_at = text.size() - std::size_t(double(text.size()) * validation_fraction);
-  train_.assign(text.begin(), text.begin() + split_at);
-  validation_.assign(text.begin() + split_at, text.end());
-  const std::size_t need = std::size_t(context) + 1;
-  if (train_.size() < need || validation_.size() < need)
-    throw std::invalid_argument("data: " + source_ + " has " + std::to_string(text.size()) +
-                                " bytes; with validation fraction " + std::to_string(validation_fraction) +
-                                " each part needs at least context + 1 = " + std::to_string(need) +
-                                " bytes. Use a longer text or a shorter context");
 }
 
 std::string special_file_kind(const std::string& path) {
@@ -168,11 +159,236 @@ std::vector<std::filesystem::path> files_under(const std::string& dir) {
 
 }  // namespace
 
-token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context) {
+// Token files are mapped, not read: a GPT-2 shard is 200 MB, a dataset many of them, and a run
+// touches the windows it draws. The mappings live as long as any copy of the dataset.
+struct token_dataset::storage {
+  std::vector<std::uint16_t> owned;  ///< byte-level text, one token per byte
+  std::vector<std::pair<void*, std::size_t>> mappings;
+  storage() = default;
+  storage(const storage&) = delete;
+  storage& operator=(const storage&) = delete;
+  ~storage() {
+    for (const auto& [address, bytes] : mappings) munmap(address, bytes);
+  }
+};
+
+namespace {
+
+constexpr std::int32_t llmc_shard_magic = 20240520, llmc_shard_version = 1;
+constexpr std::size_t llmc_header_bytes = 256 * sizeof(std::int32_t);
+
+std::string errno_text() { return std::strerror(errno); }
+
+struct token_file {
+  const std::uint16_t* tokens;
+  std::size_t count, header_bytes;
+  bool llmc;
+};
+
+// Maps `path` read-only into `st` and finds its tokens: after llm.c's header when the file starts
+// with its magic (llmc/dataloader.h: header[0] magic, [1] version, [2] token count, then uint16
+// ids; the file is exactly header + 2 x count bytes), else the whole file as raw uint16 ids.
+// Ids are little-endian, as every writer of these files (numpy on x86 and ARM) leaves them.
+token_file map_token_file(token_dataset::storage& st, const std::filesystem::path& path) {
+  const std::string name = path.string();
+  if (const std::string kind = special_file_kind(name); !kind.empty())
+    throw std::runtime_error("--data: '" + name + "' is " + kind + ", not a token file");
+  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("--data: cannot open the token file '" + name + "': " + errno_text());
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const std::string why = errno_text();
+    ::close(fd);
+    throw std::runtime_error("--data: cannot read the size of '" + name + "': " + why);
+  }
+  const std::size_t bytes = std::size_t(info.st_size);
+  if (bytes == 0) {
+    ::close(fd);
+    throw std::runtime_error("--data: the token file '" + name + "' is empty");
+  }
+  void* address = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  const std::string why = errno_text();
+  ::close(fd);
+  if (address == MAP_FAILED) throw std::runtime_error("--data: cannot map the token file '" + name + "': " + why);
+  st.mappings.emplace_back(address, bytes);
+  const auto* base = static_cast<const unsigned char*>(address);
+  std::int32_t header[3] = {0, 0, 0};
+  if (bytes >= llmc_header_bytes) std::memcpy(header, base, sizeof header);
+  if (header[0] == llmc_shard_magic) {
+    if (header[1] != llmc_shard_version)
+      throw std::runtime_error(
+          "--data: '" + name + "' is an llm.c token shard of version " + std::to_string(header[1]) +
+          "; kamp reads version 1 (GPT-2's 16-bit token ids): " + "write the shard with llm.c's GPT-2 tokenizer");
+    const std::int64_t count = header[2];
+    const std::uint64_t want = llmc_header_bytes + 2 * std::uint64_t(std::max<std::int64_t>(count, 0));
+    if (count <= 0 || want != bytes)
+      throw std::runtime_error("--data: '" + name + "' has an llm.c shard header claiming " + std::to_string(count) +
+                               " tokens (" + std::to_string(want) + " bytes with the header) but the file holds " +
+                               std::to_string(bytes) + " bytes: it is truncated or damaged; write it again");
+    return {reinterpret_cast<const std::uint16_t*>(base + llmc_header_bytes), std::size_t(count), llmc_header_bytes,
+            true};
+  }
+  if (bytes % 2 != 0)
+    throw std::runtime_error("--data: '" + name + "' holds " + std::to_string(bytes) +
+                             " bytes, an odd number: a token file (*.bin) is an llm.c shard or raw uint16 ids, 2 "
+                             "bytes each. Give text files another name than *.bin");
+  return {reinterpret_cast<const std::uint16_t*>(base), bytes / 2, 0, false};
+}
+
+// The first token at or above `vocab`, or none.
+std::optional<std::size_t> first_outside(const std::uint16_t* tokens, std::size_t count, int vocab) {
+  const auto limit = std::uint32_t(vocab);
+  for (std::size_t i = 0; i < count; ++i)
+    if (tokens[i] >= limit) return i;
+  return std::nullopt;
+}
+
+int largest(const std::vector<token_segment>& segments) {
+  std::uint16_t top = 0;
+  for (const token_segment& s : segments) top = std::max(top, *std::max_element(s.tokens, s.tokens + s.size));
+  return top;
+}
+
+// The token files `path` names: a *.bin file, a directory's *.bin files, or a glob pattern's
+// matches. Empty when `path` is text: another file or a directory without *.bin files.
+std::vector<std::filesystem::path> token_files(const std::string& path) {
+  const auto is_bin = [](const std::filesystem::path& f) { return f.extension() == ".bin"; };
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    std::vector<std::filesystem::path> files = files_under(path);
+    files.erase(std::remove_if(files.begin(), files.end(), [&](const auto& f) { return !is_bin(f); }), files.end());
+    return files;
+  }
+  if (std::filesystem::exists(path, error))
+    return is_bin(path) ? std::vector<std::filesystem::path>{path} : std::vector<std::filesystem::path>{};
+  if (path.find_first_of("*?[") == std::string::npos)
+    throw std::runtime_error("--data '" + path +
+                             "' does not exist: give a text file, a token file (*.bin), a "
+                             "directory of either, or a quoted glob pattern of token files");
+  glob_t matches{};
+  const int found = ::glob(path.c_str(), 0, nullptr, &matches);
+  std::vector<std::filesystem::path> files;
+  for (std::size_t i = 0; found == 0 && i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
+  globfree(&matches);
+  if (files.empty()) throw std::runtime_error("--data: no file matches the pattern '" + path + "'");
+  for (const auto& f : files)
+    if (!is_bin(f) || !std::filesystem::is_regular_file(f, error))
+      throw std::runtime_error("--data: the pattern '" + path + "' matches '" + f.string() +
+                               "', not a token file (*.bin): a pattern names token files only");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool names_validation(const std::filesystem::path& f) { return f.filename().string().find("val") != std::string::npos; }
+
+// Segments split at token `at` of their concatenation: those before, and those from it on.
+std::pair<std::vector<token_segment>, std::vector<token_segment>> split_at(const std::vector<token_segment>& all,
+                                                                           std::size_t at) {
+  std::pair<std::vector<token_segment>, std::vector<token_segment>> out;
+  std::size_t first = 0;
+  for (const token_segment& s : all) {
+    if (first + s.size <= at)
+      out.first.push_back(s);
+    else if (first >= at)
+      out.second.push_back(s);
+    else {
+      out.first.push_back({s.tokens, at - first});
+      out.second.push_back({s.tokens + (at - first), s.size - (at - first)});
+    }
+    first += s.size;
+  }
+  return out;
+}
+
+std::size_t token_count(const std::vector<token_segment>& segments) {
+  std::size_t n = 0;
+  for (const token_segment& s : segments) n += s.size;
+  return n;
+}
+
+void check_fraction(double validation_fraction) {
+  if (!(validation_fraction > 0.0 && validation_fraction < 1.0))
+    throw std::invalid_argument("data: validation fraction must lie in (0, 1), got " +
+                                std::to_string(validation_fraction));
+}
+
+}  // namespace
+
+token_dataset::token_dataset(const std::string& text, double validation_fraction, int context, std::string source)
+    : context_(context), source_(std::move(source)) {
+  check_fraction(validation_fraction);
+  auto st = std::make_shared<storage>();
+  st->owned.resize(text.size());
+  std::transform(text.begin(), text.end(), st->owned.begin(), [](char c) { return std::uint16_t(std::uint8_t(c)); });
+  storage_ = st;
+  const std::size_t at = text.size() - std::size_t(double(text.size()) * validation_fraction);
+  std::tie(train_, validation_) = split_at({{st->owned.data(), st->owned.size()}}, at);
+  const std::size_t need = std::size_t(context) + 1;
+  if (size(split::train) < need || size(split::validation) < need)
+    throw std::invalid_argument("data: " + source_ + " has " + std::to_string(text.size()) +
+                                " bytes; with validation fraction " + std::to_string(validation_fraction) +
+                                " each part needs at least context + 1 = " + std::to_string(need) +
+                                " bytes. Use a longer text or a shorter context");
+  max_token_ = std::max(largest(train_), largest(validation_));
+}
+
+token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context, int vocab) {
   // Before opening: a FIFO would block the open until a writer comes, a device never ends.
   if (const std::string kind = special_file_kind(path); !kind.empty())
     throw std::runtime_error("--data '" + path + "' is " + kind +
-                             ", not a text file: give a text file or a directory of them");
+                             ", not a text file or a token file: give a regular file or a directory of them");
+  const std::vector<std::filesystem::path> files = token_files(path);
+  if (files.empty()) {
+    token_dataset text = read_text_path(path, validation_fraction, context);
+    if (text.max_token() >= vocab)
+      throw std::runtime_error("--data '" + path + "' is text, read as bytes, and holds byte " +
+                               std::to_string(text.max_token()) + ", outside the model's vocabulary of " +
+                               std::to_string(vocab) + ": byte-level text needs --vocab 256");
+    return text;
+  }
+  token_dataset out;
+  out.context_ = context;
+  out.byte_level_ = false;
+  auto st = std::make_shared<storage>();
+  std::vector<token_segment> named_train, named_validation;
+  bool all_llmc = true, any_llmc = false;
+  for (const auto& f : files) {
+    const token_file t = map_token_file(*st, f);
+    if (const auto bad = first_outside(t.tokens, t.count, vocab))
+      throw std::runtime_error("--data: token " + std::to_string(t.tokens[*bad]) + " at byte offset " +
+                               std::to_string(t.header_bytes + 2 * *bad) + " of '" + f.string() +
+                               "' is outside the model's vocabulary [0, " + std::to_string(vocab) +
+                               "): give --vocab as the tokenizer's size (50257 for GPT-2's, or --preset gpt2-124m)");
+    all_llmc = all_llmc && t.llmc;
+    any_llmc = any_llmc || t.llmc;
+    (names_validation(f) ? named_validation : named_train).push_back({t.tokens, t.count});
+  }
+  out.storage_ = st;
+  const bool by_name = !named_train.empty() && !named_validation.empty();
+  if (by_name) {
+    out.train_ = std::move(named_train);
+    out.validation_ = std::move(named_validation);
+  } else {
+    check_fraction(validation_fraction);
+    std::vector<token_segment> all = named_train.empty() ? std::move(named_validation) : std::move(named_train);
+    const std::size_t n = token_count(all);
+    std::tie(out.train_, out.validation_) = split_at(all, n - std::size_t(double(n) * validation_fraction));
+  }
+  const std::string format = all_llmc ? "llm.c shards" : any_llmc ? "llm.c shards and raw uint16" : "raw uint16";
+  out.source_ = path + " (" + std::to_string(files.size()) + " token file" + (files.size() == 1 ? "" : "s") + ", " +
+                format + "; validation " + (by_name ? "by file name" : "the last fraction") + ")";
+  for (const split part : {split::train, split::validation})
+    if (out.windows(part) == 0)
+      throw std::runtime_error("--data '" + path + "': the " + (part == split::train ? "training" : "validation") +
+                               " part has " + std::to_string(out.size(part)) +
+                               " tokens and no file in it holds context + 1 = " + std::to_string(context + 1) +
+                               " of them: give more data" + (by_name ? "" : ", a larger --validation-fraction") +
+                               " or a shorter --context");
+  out.max_token_ = std::max(largest(out.train_), largest(out.validation_));
+  return out;
+}
+
+token_dataset token_dataset::read_text_path(const std::string& path, double validation_fraction, int context) {
   std::error_code error;
   if (!std::filesystem::is_directory(path, error))
     return token_dataset(text_file(path), validation_fraction, context, path);
@@ -197,16 +413,31 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
   return out;
 }
 
+std::size_t token_dataset::size(split part) const { return token_count(segments(part)); }
+
+std::uint64_t token_dataset::windows(split part) const {
+  std::uint64_t n = 0;
+  for (const token_segment& s : segments(part)) n += s.size > std::size_t(context_) ? s.size - context_ : 0;
+  return n;
+}
+
 void token_dataset::sample(split part, std::uint64_t seed, std::uint64_t index, int batch, int* tokens,
                            int* targets) const {
-  const auto& b = bytes(part);
-  const std::uint64_t windows = b.size() - std::size_t(context_);
+  std::vector<std::uint64_t> first_window{0};
+  std::vector<const std::uint16_t*> bases;
+  for (const token_segment& s : segments(part))
+    if (s.size > std::size_t(context_)) {
+      bases.push_back(s.tokens);
+      first_window.push_back(first_window.back() + (s.size - context_));
+    }
+  const std::uint64_t stream = detail::split_stream(seed, part == split::train);
   for (int w = 0; w < batch; ++w) {
-    const std::size_t start =
-        detail::window_start(detail::split_stream(seed, part == split::train), index, batch, w, windows);
+    const std::uint64_t g = detail::window_start(stream, index, batch, w, first_window.back());
+    const int s = detail::segment_of(first_window.data(), int(bases.size()), g);
+    const std::uint16_t* b = bases[s] + (g - first_window[s]);
     for (int t = 0; t < context_; ++t) {
-      tokens[w * context_ + t] = b[start + t];
-      targets[w * context_ + t] = b[start + t + 1];
+      tokens[w * context_ + t] = b[t];
+      targets[w * context_ + t] = b[t + 1];
     }
   }
 }

@@ -34,6 +34,10 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
   if (data.context() != config.context)
     throw std::invalid_argument("trainer: the data was cut into windows of " + std::to_string(data.context()) +
                                 " tokens but the model's context is " + std::to_string(config.context));
+  if (data.max_token() >= config.vocab)
+    throw std::invalid_argument("trainer: the data holds token " + std::to_string(data.max_token()) +
+                                ", outside the model's vocabulary of " + std::to_string(config.vocab) +
+                                ": give the model the tokenizer's vocabulary (--vocab)");
   if (parallel.gradient_reduction != dtype::fp32 && parallel.gradient_reduction != dtype::bf16)
     throw std::invalid_argument(std::string("trainer: gradients are reduced in fp32 or bf16, not ") +
                                 name(parallel.gradient_reduction));

@@ -15,11 +15,11 @@ namespace detail {
 
 template <class ExecutionSpace, class Acc, class X, class D>
 void cross_entropy_kernel(const ExecutionSpace& space, const X* ls, std::int64_t ld, const int* ts, Acc* out, D* ds,
-                          std::int64_t n, std::int64_t v, Acc factor,
+                          std::int64_t dld, std::int64_t n, std::int64_t v, Acc factor,
                           const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler) {
   const bool backward = ds != nullptr;
-  report_traffic("kamp::cross_entropy",
-                 elements_bytes<X>(n * v) + elements_bytes<int, Acc>(n) + (backward ? elements_bytes<D>(n * v) : 0.0));
+  report_traffic("kamp::cross_entropy", elements_bytes<X>(n * v) + elements_bytes<int, Acc>(n) +
+                                            (backward ? elements_bytes<D>(n * dld) : 0.0));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::cross_entropy", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
@@ -36,9 +36,10 @@ void cross_entropy_kernel(const ExecutionSpace& space, const X* ls, std::int64_t
         if (!backward) return;
         const Acc scale = scaler.data() != nullptr ? Acc(scaler().scale) * factor : factor;
         const Acc inv = Acc(1) / sum;
-        D* d = ds + r * v;
-        row_for(m, v, [&](std::int64_t j) {
-          store_nearest(d + j, (exp_of(logit(j) - top) * inv - (j == target ? Acc(1) : Acc(0))) * scale);
+        D* d = ds + r * dld;
+        row_for(m, dld, [&](std::int64_t j) {
+          store_nearest(d + j,
+                        j < v ? (exp_of(logit(j) - top) * inv - (j == target ? Acc(1) : Acc(0))) * scale : Acc(0));
         });
       });
 }
@@ -57,7 +58,10 @@ void cross_entropy_kernel(const ExecutionSpace& space, const X* ls, std::int64_t
 ///                is given (read on the device: the backward pass starts from loss × scale);
 ///                an empty view computes the losses only (validation). It may be `logits`
 ///                itself (contiguous rows): the gradient then overwrites the logits, and a
-///                step keeps one (N, V) buffer instead of two.
+///                step keeps one (N, V) buffer instead of two. It may be wider than the logits,
+///                (N, Vp) with Vp >= V, contiguous rows: columns V... are padding, no class,
+///                and get a zero gradient (llm.c's padded vocabulary: the logits are then the
+///                first V columns of the (N, Vp) buffer, and the gradient overwrites it whole).
 /// grad_scale is dLoss/dloss_row, 1/N for a mean over N rows. Label `kamp::cross_entropy`.
 template <class ExecutionSpace, class L, class S, class D, class... LP, class... TP, class... LSP, class... DP>
 void cross_entropy(const ExecutionSpace& space, const Kokkos::View<L**, LP...>& logits,
@@ -69,15 +73,20 @@ void cross_entropy(const ExecutionSpace& space, const Kokkos::View<L**, LP...>& 
   const std::int64_t n = logits.extent(0), v = logits.extent(1);
   detail::check_extent("kamp::cross_entropy", "targets", targets.extent(0), n);
   detail::check_extent("kamp::cross_entropy", "losses", losses.extent(0), n);
-  if (dlogits.data() != nullptr)
-    detail::check_extent("kamp::cross_entropy", "dlogits", dlogits.extent(0) * dlogits.extent(1), n * v);
+  const std::int64_t dld = dlogits.extent(1);
+  if (dlogits.data() != nullptr) {
+    detail::check_extent("kamp::cross_entropy", "dlogits rows", dlogits.extent(0), n);
+    if (dld < v || (n > 1 && std::int64_t(dlogits.stride(0)) != dld) || (dld > 1 && dlogits.stride(1) != 1))
+      throw std::invalid_argument("kamp::cross_entropy: dlogits is (N, Vp) with Vp >= V = " + std::to_string(v) +
+                                  " columns and contiguous rows; got " + std::to_string(dld) + " columns");
+  }
   if (dlogits.data() != nullptr &&
       static_cast<const void*>(dlogits.data()) == static_cast<const void*>(logits.data()) &&
-      (!std::is_same_v<std::remove_const_t<L>, D> || logits.stride(0) != v))
+      (!std::is_same_v<std::remove_const_t<L>, D> || std::int64_t(logits.stride(0)) != dld))
     throw std::invalid_argument(
-        "kamp::cross_entropy: dlogits overwrites logits only in their type and with contiguous rows");
+        "kamp::cross_entropy: dlogits overwrites logits only in their type and with the same rows");
   detail::cross_entropy_kernel<ExecutionSpace, S>(space, logits.data(), logits.stride(0), targets.data(), losses.data(),
-                                                  dlogits.data(), n, v, static_cast<S>(grad_scale), scaler);
+                                                  dlogits.data(), dld, n, v, static_cast<S>(grad_scale), scaler);
 }
 
 }  // namespace kamp

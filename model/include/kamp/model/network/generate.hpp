@@ -13,7 +13,7 @@ namespace kamp {
 /// Feeds `prompt` (byte tokens; at least one) to `decoder` from position 0, then draws `tokens`
 /// more, each fed back; calls `emit` with each drawn byte as it comes. When the cache is full,
 /// the decoder restarts on the last context/2 tokens (a sliding window), so any length works.
-/// Returns the bytes drawn.
+/// Returns the bytes drawn. Byte-level models only (vocabulary 256): std::invalid_argument else.
 template <class ExecutionSpace>
 std::string generate(gpt_decoder<ExecutionSpace>& decoder, const std::string& prompt, int tokens,
                      const sampling_options& options, const std::function<void(char)>& emit = {});

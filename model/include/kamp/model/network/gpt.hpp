@@ -113,9 +113,9 @@ class gpt {
   /// A copy of the input activations of the named layer's first GEMM from the last forward
   /// pass, widened to double (host): inspection and tests.
   std::vector<double> gemm_input(const std::string& layer) const;
-  /// The logits (batch() x context rows of vocab, in the head's compute type) of the last
-  /// evaluate(), widened to double (host): inspection and tests. After forward_backward() the
-  /// buffer holds their gradient, which the loss writes over them.
+  /// The logits (batch() x context rows of vocab, the padded columns left out, in the head's
+  /// compute type) of the last evaluate(), widened to double (host): inspection and tests.
+  /// After forward_backward() the buffer holds their gradient, which the loss writes over them.
   std::vector<double> logits() const;
 
  private:

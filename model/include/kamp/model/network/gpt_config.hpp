@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kamp {
 
@@ -25,12 +26,21 @@ std::optional<std::pair<int, layer_part>> find_layer(const std::string& name, in
 
 /// \brief The shape of a decoder-only GPT. Defaults are the reference model (≈ 3.26M parameters).
 struct gpt_config {
-  int vocab = 256;    ///< byte-level tokens
+  int vocab = 256;    ///< tokens (256: byte-level)
   int context = 128;  ///< maximum sequence length (learned position embeddings)
   int layers = 4;
   int heads = 4;
   int d_model = 256;
   int mlp = 1024;  ///< hidden width of the MLP (4 × d_model in GPT-2)
+
+  /// The rows of wte and the columns of the logits: vocab rounded up to a multiple of 128, as
+  /// llm.c pads GPT-2's 50257 to 50304 so that the head's GEMMs work on whole tiles. The padded
+  /// rows start at zero, the loss and sampling ignore their columns, so their gradient is zero
+  /// and they stay zero.
+  int padded_vocab() const { return (vocab + vocab_padding - 1) / vocab_padding * vocab_padding; }
+  static constexpr int vocab_padding = 128;
+  /// The most tokens a vocabulary may have: token files hold 16-bit ids.
+  static constexpr int max_vocab = 1 << 16;
 
   /// Throws std::invalid_argument naming the first bad field and what it must satisfy.
   void validate() const;
@@ -39,6 +49,17 @@ struct gpt_config {
   /// The layers whose compute precision a policy may override: h<l>.attn, h<l>.mlp, lm_head.
   std::vector<std::string> layer_names() const;
 };
+
+/// A published model shape that --preset names.
+struct gpt_preset {
+  const char* name;
+  const char* description;
+  gpt_config config;
+};
+/// GPT-2 small, medium and large (vocabulary 50257, context 1024): gpt2-124m, gpt2-350m, gpt2-774m.
+const std::vector<gpt_preset>& gpt_presets();
+/// The preset named `name`; std::invalid_argument naming the presets otherwise.
+const gpt_preset& find_gpt_preset(const std::string& name);
 
 }  // namespace kamp
 

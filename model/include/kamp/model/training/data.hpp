@@ -2,6 +2,7 @@
 #define KAMP_MODEL_TRAINING_DATA_HPP
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,36 +20,74 @@ std::string default_corpus(std::size_t bytes = 1u << 20, std::uint64_t seed = 20
 /// do not exist. Symbolic links are followed.
 std::string special_file_kind(const std::string& path);
 
-/// \brief Byte-level tokens (one token per byte, vocabulary 256) split into a training and a
-/// validation part, sampled as (tokens, next-token targets) windows of `context` bytes.
+/// A run of consecutive tokens: one file of token ids, or a split of one text. Windows never
+/// cross from one segment into the next.
+struct token_segment {
+  const std::uint16_t* tokens;
+  std::size_t size;
+};
+
+/// \brief Tokens split into a training and a validation part, sampled as (tokens, next-token
+/// targets) windows of `context` tokens. Text is byte-level (one token per byte); token files
+/// hold 16-bit ids from a tokenizer (llm.c's shards, nanoGPT's train.bin) and are memory-mapped,
+/// not read whole.
 ///
 /// Windows are drawn by a counter-based generator: batch k of a run depends only on (seed, k),
-/// so the data position of a run is one number and a resumed run draws the same batches.
+/// so the data position of a run is one number and a resumed run draws the same batches. With
+/// several segments a draw picks among all their windows, each window equally likely.
 class token_dataset {
  public:
   enum class split { train, validation };
 
-  /// Throws std::invalid_argument when either part is too short for one window.
+  /// Byte-level tokens of `text`, its last `validation_fraction` held out. Throws
+  /// std::invalid_argument when either part is too short for one window.
   token_dataset(const std::string& text, double validation_fraction, int context, std::string source);
-  /// Reads a whole text file, or every text file of a directory and its subdirectories in path
-  /// order, concatenated (files with a NUL byte are binary and skipped; skipped() lists them).
-  /// Throws std::runtime_error naming the path when it cannot be read, holds no text, is a
-  /// binary file, or is a special file (special_file_kind(): refused before it is opened).
-  static token_dataset from_path(const std::string& path, double validation_fraction, int context);
+  /// Reads `path`:
+  /// - a file named *.bin: token ids. An llm.c shard (a header of 256 int32: magic 20240520,
+  ///   version 1, token count; then uint16 ids) or, without that magic, raw uint16 ids
+  ///   (nanoGPT's train.bin/val.bin);
+  /// - a directory holding *.bin files, or a glob pattern (quote it): those token files in
+  ///   name order. Files whose name holds "val" are the validation part when others are not
+  ///   (llm.c's *_val_*.bin, nanoGPT's val.bin); otherwise the last validation_fraction of
+  ///   the tokens is;
+  /// - any other file, or a directory without *.bin files: text, byte-level (every text file
+  ///   of the directory and its subdirectories in path order, concatenated; files with a NUL
+  ///   byte are binary and skipped; skipped() lists them).
+  /// Every token must be below `vocab`. Throws std::runtime_error naming the file (and, for a bad
+  /// token, its byte offset) and the fix: unreadable, empty, a bad llm.c header or size, a token
+  /// outside the vocabulary, a binary file named alone, or a special file (special_file_kind():
+  /// refused before it is opened).
+  static token_dataset from_path(const std::string& path, double validation_fraction, int context, int vocab = 256);
   /// The files of a directory that from_path left out as binary.
   const std::vector<std::string>& skipped() const { return skipped_; }
 
   /// Fills tokens and targets (each batch x context, row-major) with window b of batch `index`.
   void sample(split part, std::uint64_t seed, std::uint64_t index, int batch, int* tokens, int* targets) const;
-  std::size_t size(split part) const { return bytes(part).size(); }
-  /// The tokens of a split (one byte each).
-  const std::vector<std::uint8_t>& bytes(split part) const { return part == split::train ? train_ : validation_; }
+  /// Tokens in a split.
+  std::size_t size(split part) const;
+  /// Windows a split offers: the sum over its segments of size - context.
+  std::uint64_t windows(split part) const;
+  const std::vector<token_segment>& segments(split part) const { return part == split::train ? train_ : validation_; }
+  /// The largest token id in the data (both splits).
+  int max_token() const { return max_token_; }
   int context() const { return context_; }
+  /// What was read: "built-in corpus", a path with its file count and format.
   const std::string& source() const { return source_; }
+  /// Whether the tokens are bytes of text (false: ids from a tokenizer's token files).
+  bool byte_level() const { return byte_level_; }
+
+  struct storage;  ///< the owned bytes or the mapped files the segments point into
+  /// What the segments point into: a copy of this pointer keeps them valid.
+  const std::shared_ptr<const storage>& owner() const { return storage_; }
 
  private:
-  std::vector<std::uint8_t> train_, validation_;
-  int context_;
+  token_dataset() = default;
+  static token_dataset read_text_path(const std::string& path, double validation_fraction, int context);
+
+  std::shared_ptr<const storage> storage_;
+  std::vector<token_segment> train_, validation_;
+  int context_ = 0, max_token_ = 0;
+  bool byte_level_ = true;
   std::string source_;
   std::vector<std::string> skipped_;
 };
