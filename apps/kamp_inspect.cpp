@@ -1,5 +1,6 @@
 // kamp-inspect: what a kamp checkpoint holds, and per-tensor statistics, without training.
 #include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/llmc_model.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -93,16 +94,29 @@ int main(int argc, char** argv) {
       "kamp-inspect: print a kamp checkpoint's metadata and per-tensor statistics (shape, dtype, min, "
       "max, mean, non-finite count). Reading it checks it completely: exit status 1 if it is damaged."};
   std::string path;
+  std::string export_llmc, llmc_dtype = "fp32";
   bool json = false, run_config = false;
   kamp::checkpoint_read_options read_options;
   app.add_option("checkpoint", path, "The .h5 checkpoint")->required();
   app.add_flag("--json", json, "Print JSON instead of a table");
   app.add_flag("--run-config", run_config, "Print the settings of the run that wrote it (a kamp-train --config file)");
+  app.add_option("--export-llmc", export_llmc,
+                 "Also write the checkpoint's weights (fp32 master, or the weights of fp32 and pure_bf16 runs) as an "
+                 "llm.c model file (gpt2_124M.bin's layout), for llm.c's train_gpt2 and its tools");
+  app.add_option("--llmc-dtype", llmc_dtype, "The exported file's values: fp32 (llm.c version 3) or bf16 (version 5)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   kamp::app::add_accept_unhashed_option(app, read_options);
   kamp::app::refuse_empty_values(app);
   CLI11_PARSE(app, argc, argv);
   try {
     const kamp::training_state state = kamp::read_checkpoint(path, read_options);
+    if (!export_llmc.empty()) {
+      kamp::write_llmc_model(export_llmc, {state.model, kamp::exact_weights(state)},
+                             llmc_dtype == "bf16" ? kamp::llmc_precision::bf16 : kamp::llmc_precision::fp32);
+      std::fprintf(stderr, "kamp-inspect: wrote %s (llm.c version %d)\n", export_llmc.c_str(),
+                   llmc_dtype == "bf16" ? 5 : 3);
+    }
     if (run_config) {
       std::cout << state.run_config << '\n';
     } else if (json) {

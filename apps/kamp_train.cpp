@@ -163,6 +163,9 @@ void add_start_options(CLI::App& app, run_settings& s) {
                "exit. It also runs by itself when the loss turns NaN or stops falling");
   app.add_flag("--overwrite-checkpoints", s.overwrite_checkpoints,
                "Start from step 0 in a --checkpoint-dir that holds checkpoints, deleting them");
+  app.add_option("--init-from-llmc", s.init_from_llmc,
+                 "Start from the weights of an llm.c model file (gpt2_124M.bin: versions 3 and 5), its shape the "
+                 "run's; optimizer state starts at zero. A checkpoint --resume finds takes precedence");
   app.add_option("--resume", s.resume,
                  "Continue from a checkpoint file, or 'auto': the newest checkpoint in --checkpoint-dir that loads "
                  "(none yet: start at step 0)");
@@ -232,6 +235,20 @@ void check_reporting_options(const run_settings& s) {
 // Everything is validated before the model is allocated; the values parsed on the way are kept
 // in `s`.
 void validate(run_settings& s, const kamp::dist::communicator& ranks) {
+  if (!s.init_from_llmc.empty()) {
+    s.imported = kamp::read_llmc_model(s.init_from_llmc);
+    const kamp::gpt_config& c = s.imported->config;
+    const auto shape = [](const kamp::gpt_config& m) {
+      return std::vector<int>{m.vocab, m.context, m.layers, m.heads, m.d_model, m.mlp};
+    };
+    if (s.shape_given && shape(c) != shape(s.model))
+      throw std::invalid_argument("--init-from-llmc '" + s.init_from_llmc + "' holds a model of vocab " +
+                                  std::to_string(c.vocab) + ", context " + std::to_string(c.context) + ", " +
+                                  std::to_string(c.layers) + " layers, " + std::to_string(c.heads) +
+                                  " heads, d_model " + std::to_string(c.d_model) +
+                                  ", which the model options given differ from: drop them (the file sets the shape)");
+    s.model = c;
+  }
   s.policy = s.precision.policy();
   s.sharding_level = kamp::parse_sharding(s.sharding);
   s.gradient_dtype = kamp::parse_dtype(s.gradient_reduction);
@@ -410,6 +427,11 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
                         {ranks, s.gradient_dtype, s.sharding_level, s.reshard_after_forward});
   print_banner(s, trainer, data);
   const std::optional<double> resume_seconds = resume_if_asked(s, trainer, checkpoints);
+  if (s.imported && !resume_seconds) {
+    trainer.restore(kamp::with_weights(trainer.state(), s.imported->weights));
+    std::printf("  weights from the llm.c model %s\n", s.init_from_llmc.c_str());
+  }
+  s.imported.reset();
   if (s.diagnose) {
     std::printf("%s", kamp::report(kamp::diagnose(trainer)).c_str());
     return 0;
@@ -465,6 +487,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (settings.request.enable_fsdp && app.count("--sharding") == 0) settings.sharding = "parameters";
+  for (const char* shape : {"--preset", "--vocab", "--layers", "--heads", "--d-model", "--mlp", "--context"})
+    settings.shape_given = settings.shape_given || app.count(shape) > 0;
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
     return kamp::app::exit_status("kamp-train", train(settings, app.config_to_str(true, false), mpi->world()));

@@ -5,12 +5,14 @@
 #include <kamp/model/network/gpt_config.hpp>
 #include <kamp/model/precision/precision_policy.hpp>
 #include <kamp/model/precision/run_request.hpp>
+#include <kamp/model/state/llmc_model.hpp>
 #include <kamp/model/training/train_options.hpp>
 #include <kamp/numeric/dtype.hpp>
 
 #include "checkpointing.hpp"
 #include "model_options.hpp"
 
+#include <optional>
 #include <string>
 
 namespace kamp::app {
@@ -28,7 +30,10 @@ struct run_settings {
   int keep_checkpoints = 3;
   run_request request;
   bool diagnose = false, overwrite_checkpoints = false;
-  checkpoint_read_options reading;  ///< what --resume accepts beyond a fully verifiable file
+  std::string init_from_llmc;          ///< --init-from-llmc: an llm.c model file to start from
+  bool shape_given = false;            ///< a model option (--preset, --layers, ...) was on the command line
+  std::optional<llmc_model> imported;  ///< the file's weights, read while validating
+  checkpoint_read_options reading;     ///< what --resume accepts beyond a fully verifiable file
   std::string gradient_reduction = "fp32";
   std::string sharding = "optimizer";
   bool reshard_after_forward = true;
