@@ -50,7 +50,7 @@ struct plan_request {
   kamp::app::precision_options precision;
   double parameters = 0;  ///< > 0: plan this many parameters instead of `model`
   int batch = 16, shards = 1;
-  std::string split = "parameters";
+  std::string split = "parameters", recompute = "none";
   bool json = false;
 };
 
@@ -105,6 +105,7 @@ void add_options(CLI::App& app, plan_request& r) {
                  "parameters (ZeRO-3/FSDP full shard: + the model copy), none")
       ->check(kamp::app::one_of(kamp::sharding_levels(), kamp::parse_sharding))
       ->capture_default_str();
+  kamp::app::add_recompute_option(app, r.recompute);
   app.add_flag("--json", r.json, "Print JSON");
 }
 
@@ -128,8 +129,10 @@ plans make_plans(const plan_request& r) {
     throw std::invalid_argument("this shape has " + number(elements) + " parameters, more than the " +
                                 number(max_parameters) +
                                 " kamp-plan plans: use fewer --layers or a smaller --d-model or --mlp");
-  const plans p{elements, kamp::plan_memory(r.model, policy, r.batch, r.shards, how),
-                kamp::plan_memory(r.model, policy, r.batch), kamp::bytes_per_parameter(policy)};
+  const kamp::activation_recompute recompute = kamp::parse_activation_recompute(r.recompute);
+  const plans p{elements, kamp::plan_memory(r.model, policy, r.batch, r.shards, how, true, recompute),
+                kamp::plan_memory(r.model, policy, r.batch, 1, kamp::sharding::optimizer, true, recompute),
+                kamp::bytes_per_parameter(policy)};
   if (p.unsharded.total() > max_bytes)
     throw std::invalid_argument("this run's activations are " + number(p.unsharded.activations) +
                                 " bytes, more than the " + number(max_bytes) +
@@ -142,6 +145,7 @@ void print_json(const plan_request& r, const plans& p) {
                               {"mode", r.precision.mode},
                               {"shards", r.shards},
                               {"sharding", r.split},
+                              {"recompute", r.recompute},
                               {"bytes_per_parameter", as_json(p.per_parameter)},
                               {"one_rank_of_all", as_json(p.per_rank)},
                               {"unsharded", as_json(p.unsharded)}}
@@ -150,8 +154,9 @@ void print_json(const plan_request& r, const plans& p) {
 }
 
 void print_table(const plan_request& r, const plans& p) {
-  std::printf("kamp-plan: %.4g parameters, mode %s, %d shard%s (sharding: %s)\n", p.elements, r.precision.mode.c_str(),
-              r.shards, r.shards == 1 ? "" : "s", r.split.c_str());
+  std::printf("kamp-plan: %.4g parameters, mode %s, %d shard%s (sharding: %s)%s\n", p.elements,
+              r.precision.mode.c_str(), r.shards, r.shards == 1 ? "" : "s", r.split.c_str(),
+              r.recompute == "blocks" ? "; activations recomputed per block" : "");
   std::printf("  %-12s %10s %12s %12s\n", "category", "bytes/param", "unsharded", "per rank");
   const auto row = [&](const char* name, double bytes_per, double all, double one) {
     std::printf("  %-12s %10s %12s %12s\n", name, bytes_per > 0 ? std::to_string(int(bytes_per)).c_str() : "-",

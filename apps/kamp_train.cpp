@@ -178,6 +178,7 @@ void add_options(CLI::App& app, run_settings& s) {
   kamp::app::add_precision_options(app, s.precision);
   add_optimization_options(app, s.train);
   kamp::app::add_model_options(app, s.model);
+  kamp::app::add_recompute_option(app, s.recompute);
   add_data_options(app, s);
   add_output_options(app, s);
   add_checkpoint_options(app, s);
@@ -250,11 +251,12 @@ void validate(run_settings& s, const kamp::dist::communicator& ranks) {
     s.model = c;
   }
   s.policy = s.precision.policy();
+  s.train.recompute = kamp::parse_activation_recompute(s.recompute);
   s.sharding_level = kamp::parse_sharding(s.sharding);
   s.gradient_dtype = kamp::parse_dtype(s.gradient_reduction);
   check_single_process_options(s, ranks);
   s.model.validate();
-  kamp::check_memory_fits(s.model, s.policy, s.train.batch, ranks.size());
+  kamp::check_memory_fits(s.model, s.policy, s.train.batch, ranks.size(), s.train.recompute);
   s.policy.validate(s.model);
   kamp::apply_loss_scaling(s.request, s.train);
   s.train.validate();
@@ -301,6 +303,8 @@ void print_banner(const run_settings& s, kamp::trainer& trainer, const kamp::tok
               s.policy.fp32_layers.empty() ? "" : (", fp32 layers: " + CLI::detail::join(s.policy.fp32_layers)).c_str(),
               s.train.batch, s.train.micro_batches, s.train.steps, data.source().c_str(),
               data.size(kamp::token_dataset::split::train), data.size(kamp::token_dataset::split::validation));
+  if (s.train.recompute != kamp::activation_recompute::none)
+    std::printf("  activations: each block's input kept, the block recomputed in the backward pass\n");
   std::printf("  Kokkos execution space: %s, concurrency %d\n", Kokkos::DefaultExecutionSpace::name(),
               Kokkos::DefaultExecutionSpace().concurrency());
   for (const std::string& line : kamp::gemm_paths(s.policy)) std::printf("  GEMMs %s\n", line.c_str());
@@ -392,9 +396,9 @@ void summarize(const run_settings& s, kamp::trainer& trainer, const kamp::app::t
         "  collectives: %.2f s per rank waited for them (%.1f%% of the training time)%s\n", waited,
         100.0 * waited / std::max(record.seconds, 1e-9),
         s.sharding_level == kamp::sharding::optimizer ? ", blocking" : "; non-blocking, the rest overlapped compute");
-  const nlohmann::json memory_use = print_memory(
-      memory,
-      kamp::plan_memory(s.model, s.policy, s.train.batch, ranks.size(), s.sharding_level, s.reshard_after_forward));
+  const nlohmann::json memory_use =
+      print_memory(memory, kamp::plan_memory(s.model, s.policy, s.train.batch, ranks.size(), s.sharding_level,
+                                             s.reshard_after_forward, s.train.recompute));
   if (s.summary.empty() || ranks.rank() != 0) return;
   write_summary(s.summary, {{"mode", s.precision.mode},
                             {"parameters", trainer.model().table().parameter_count()},

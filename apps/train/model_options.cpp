@@ -37,6 +37,14 @@ void add_model_options(CLI::App& app, gpt_config& model) {
   app.add_option("--context", model.context, "Tokens per sequence")->capture_default_str();
 }
 
+void add_recompute_option(CLI::App& app, std::string& recompute) {
+  app.add_option("--recompute", recompute,
+                 "Activations kept for the backward pass: none (all), or blocks (each block's input; the backward "
+                 "pass runs the block's forward again: less memory, about a third more compute, the same gradients)")
+      ->check(one_of(activation_recomputes(), parse_activation_recompute))
+      ->capture_default_str();
+}
+
 void add_precision_options(CLI::App& app, precision_options& precision) {
   app.add_option("--mode", precision.mode,
                  "Precision: fp32 (all fp32), amp_bf16 (fp32 master weights, bf16 GEMMs; default), amp_fp16 "

@@ -1,6 +1,7 @@
 #ifndef KAMP_APPS_TRAIN_MODEL_OPTIONS_HPP
 #define KAMP_APPS_TRAIN_MODEL_OPTIONS_HPP
 
+#include <kamp/model/network/activation_layout.hpp>
 #include <kamp/model/network/gpt_config.hpp>
 #include <kamp/model/precision/precision_policy.hpp>
 
@@ -24,6 +25,8 @@ struct precision_options {
 /// --preset, --vocab, --layers, --heads, --d-model, --mlp, --context: the same options in every
 /// kamp program.
 void add_model_options(CLI::App& app, gpt_config& model);
+/// --recompute none|blocks, in kamp-train and kamp-plan.
+void add_recompute_option(CLI::App& app, std::string& recompute);
 /// --mode, --pure-bf16-update, --fp32-layers.
 void add_precision_options(CLI::App& app, precision_options& precision);
 

@@ -30,6 +30,7 @@ struct run_settings {
   int keep_checkpoints = 3;
   run_request request;
   bool diagnose = false, overwrite_checkpoints = false;
+  std::string recompute = "none";      ///< --recompute, parsed into train.recompute
   std::string init_from_llmc;          ///< --init-from-llmc: an llm.c model file to start from
   bool shape_given = false;            ///< a model option (--preset, --layers, ...) was on the command line
   std::optional<llmc_model> imported;  ///< the file's weights, read while validating

@@ -26,7 +26,8 @@ namespace {
 // and activation_layout), the way plan_memory worked before it planned from the shape: the
 // independent reference its figures must equal to the byte.
 kamp::memory_plan table_built_plan(const kamp::gpt_config& model, const kamp::precision_policy& policy, int batch,
-                                   int shards, kamp::sharding split, bool reshard_after_forward) {
+                                   int shards, kamp::sharding split, bool reshard_after_forward,
+                                   kamp::activation_recompute recompute) {
   model.validate();
   policy.validate(model);
   const kamp::gpt_parameters parameters(model);
@@ -49,7 +50,7 @@ kamp::memory_plan table_built_plan(const kamp::gpt_config& model, const kamp::pr
       }
     }
   }
-  for (const auto& buffer : kamp::activation_layout(model, policy, batch))
+  for (const auto& buffer : kamp::activation_layout(model, policy, batch, kamp::dtype::fp32, recompute))
     for (const std::size_t bytes : buffer.bytes) p.activations += double(bytes);
   p.activations +=
       double(kamp::token_rows<Kokkos::HostSpace>::bytes(std::size_t(batch) * model.context, model.padded_vocab()));
@@ -123,14 +124,18 @@ TEST_CASE("sharding divides what each ZeRO stage splits by the number of ranks",
 
 TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' allocation callbacks", "[model][plan]") {
   const auto p = GENERATE(from_range(kamp::test::every_policy()));
-  INFO(kamp::name(p.mode) << " " << kamp::name(p.update));
+  const auto recompute = GENERATE(from_range(kamp::activation_recomputes()));
+  INFO(kamp::name(p.mode) << " " << kamp::name(p.update) << ", recompute " << kamp::name(recompute));
   const kamp::gpt_config config = kamp::test::tiny_model();
   const kamp::token_dataset& data = kamp::test::corpus(config);
-  const kamp::train_options o = kamp::test::run_options(4);
+  kamp::train_options o = kamp::test::run_options(4);
+  o.recompute = recompute;
   const kamp::memory_tracker memory;
   kamp::trainer t(config, p, o, data);
   t.step();
-  const kamp::memory_plan measured = memory.peak(), planned = kamp::plan_memory(config, p, o.batch);
+  const kamp::memory_plan measured = memory.peak(),
+                          planned =
+                              kamp::plan_memory(config, p, o.batch, 1, kamp::sharding::optimizer, true, recompute);
   CHECK(measured.parameters == Approx(planned.parameters).epsilon(0.05));
   CHECK(measured.gradients == Approx(planned.gradients).epsilon(0.05));
   CHECK(measured.master == Approx(planned.master).epsilon(0.05));
@@ -160,21 +165,23 @@ TEST_CASE("the plan from the shape is the table-built plan to the byte, for ever
         p.fp32_layers = fp32_layers;
         for (const auto& [batch, shards] : std::vector<std::pair<int, int>>{{1, 1}, {3, 2}, {2, 3}})
           for (const kamp::sharding split : kamp::sharding_levels())
-            for (const bool reshard : {true, false}) {
-              if (shards == 1 && (split != kamp::sharding::optimizer || !reshard)) continue;
-              INFO("context " << model.context << ", layers " << model.layers << ", heads " << model.heads
-                              << ", d_model " << model.d_model << ", mlp " << model.mlp << ", vocab " << model.vocab
-                              << "; " << kamp::name(p.mode) << " " << kamp::name(p.update) << ", "
-                              << p.fp32_layers.size() << " fp32 layers; batch " << batch << ", " << shards
-                              << " shards, " << kamp::name(split) << (reshard ? "" : ", kept gathered"));
-              const kamp::memory_plan planned = kamp::plan_memory(model, p, batch, shards, split, reshard);
-              const kamp::memory_plan built = table_built_plan(model, p, batch, shards, split, reshard);
-              REQUIRE(planned.parameters == built.parameters);
-              REQUIRE(planned.gradients == built.gradients);
-              REQUIRE(planned.master == built.master);
-              REQUIRE(planned.optimizer == built.optimizer);
-              REQUIRE(planned.activations == built.activations);
-            }
+            for (const bool reshard : {true, false})
+              for (const auto recompute : kamp::activation_recomputes()) {
+                if (shards == 1 && (split != kamp::sharding::optimizer || !reshard)) continue;
+                INFO("context " << model.context << ", layers " << model.layers << ", heads " << model.heads
+                                << ", d_model " << model.d_model << ", mlp " << model.mlp << ", vocab " << model.vocab
+                                << "; " << kamp::name(p.mode) << " " << kamp::name(p.update) << ", "
+                                << p.fp32_layers.size() << " fp32 layers; batch " << batch << ", " << shards
+                                << " shards, " << kamp::name(split) << (reshard ? "" : ", kept gathered")
+                                << ", recompute " << kamp::name(recompute));
+                const kamp::memory_plan planned = kamp::plan_memory(model, p, batch, shards, split, reshard, recompute);
+                const kamp::memory_plan built = table_built_plan(model, p, batch, shards, split, reshard, recompute);
+                REQUIRE(planned.parameters == built.parameters);
+                REQUIRE(planned.gradients == built.gradients);
+                REQUIRE(planned.master == built.master);
+                REQUIRE(planned.optimizer == built.optimizer);
+                REQUIRE(planned.activations == built.activations);
+              }
       }
   }
 }

@@ -1,5 +1,7 @@
 #include <kamp/model/network/activation_layout.hpp>
 
+#include "spellings.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -27,17 +29,55 @@ dtype layer_dtypes::norm_consumer(int i) const {
   return i % 2 == 0 ? attn[l] : mlp[l];
 }
 
+const char* name(activation_recompute r) { return r == activation_recompute::blocks ? "blocks" : "none"; }
+
+std::vector<activation_recompute> activation_recomputes() {
+  return {activation_recompute::none, activation_recompute::blocks};
+}
+
+activation_recompute parse_activation_recompute(const std::string& s) {
+  return detail::parse_spelling(s, activation_recomputes(), "activation recomputation");
+}
+
+std::size_t activation_copy(activation a, std::size_t index, int layers, activation_recompute recompute) {
+  if (recompute == activation_recompute::none) return index;
+  const std::size_t blocks = std::size_t(layers);
+  switch (a) {
+    case activation::residual:
+      return index % 2 == 0 ? index / 2 : blocks + 1;
+    case activation::ln_out:
+      return index == 2 * blocks ? 2 : index % 2;
+    case activation::qkv_rows:
+    case activation::probs:
+    case activation::probs_low:
+    case activation::attn_out:
+    case activation::fc_pre:
+    case activation::fc_act:
+      return 0;
+    default:
+      return index;
+  }
+}
+
 std::array<activation_buffer, std::size_t(activation::count)> activation_layout(const gpt_config& config,
                                                                                 const precision_policy& policy,
-                                                                                int batch, dtype real) {
+                                                                                int batch, dtype real,
+                                                                                activation_recompute recompute) {
   const layer_dtypes types(config, policy, real);
   const std::size_t n = std::size_t(batch) * config.context, c = config.d_model, m = config.mlp,
                     v = config.padded_vocab();
   const std::size_t s = std::size_t(batch) * config.heads * config.context * config.context;  // scores per layer
   const std::size_t r = size_of(real), wide = size_of(types.widest), norms = 2 * config.layers + 1;
   std::array<activation_buffer, std::size_t(activation::count)> out;
-  const auto set = [&](activation a, const char* label, std::vector<std::size_t> bytes) {
-    out[std::size_t(a)] = {label, std::move(bytes)};
+  // Each LayerNorm's or layer's bytes, folded into the copies they use.
+  const auto set = [&](activation a, const char* label, const std::vector<std::size_t>& bytes) {
+    std::vector<std::size_t> copies;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      const std::size_t c = activation_copy(a, i, config.layers, recompute);
+      if (c >= copies.size()) copies.resize(c + 1, 0);
+      copies[c] = std::max(copies[c], bytes[i]);
+    }
+    out[std::size_t(a)] = {label, std::move(copies)};
   };
   const auto per_norm = [&](std::size_t elements, bool compute_type) {
     std::vector<std::size_t> b;

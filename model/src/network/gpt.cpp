@@ -27,8 +27,13 @@ struct gpt<Real, ES>::buffers {
   using bytes = typename views<memory_space>::bytes;
   std::array<std::vector<bytes>, std::size_t(activation::count)> all;
   Kokkos::View<double, memory_space> loss{"kamp::gpt::loss"};  ///< the host-array API's loss sum
+  int layers;
+  activation_recompute recompute;
 
-  const bytes& operator()(activation a, std::size_t copy = 0) const { return all[std::size_t(a)][copy]; }
+  /// Activation `a` of LayerNorm or layer `index`: its own copy, or the one it shares.
+  const bytes& operator()(activation a, std::size_t index = 0) const {
+    return all[std::size_t(a)][activation_copy(a, index, layers, recompute)];
+  }
   template <class T>
   T* data(activation a, std::size_t copy = 0) const {
     return reinterpret_cast<T*>((*this)(a, copy).data());
@@ -36,13 +41,15 @@ struct gpt<Real, ES>::buffers {
 };
 
 template <class Real, class ES>
-gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int batch, const ES& space)
+gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int batch, const ES& space,
+                   activation_recompute recompute)
     : config_(config),
       policy_(policy),
       parameters_((policy.validate(config), config)),
       dtypes_(config, policy, std::is_same_v<Real, double> ? dtype::fp64 : dtype::fp32),
       batch_(batch),
       space_(space),
+      recompute_(recompute),
       token_index_(std::size_t(std::max(batch, 1)) * config.context, config.padded_vocab()) {
   if (std::is_same_v<Real, double> && policy_.mode != precision_mode::fp32)
     throw std::invalid_argument("kamp::gpt<double> is the fp64 reference; it runs the fp32 policy only");
@@ -50,7 +57,9 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
   grad_at_.assign(table().count(), nullptr);
   at_ = {std::vector<const void*>(table().count()), std::vector<const void*>(table().count())};
   buf_ = std::make_unique<buffers>();
-  const auto layout = activation_layout(config, policy, batch, dtype_of<Real>());
+  buf_->layers = config.layers;
+  buf_->recompute = recompute;
+  const auto layout = activation_layout(config, policy, batch, dtype_of<Real>(), recompute);
   for (std::size_t a = 0; a < layout.size(); ++a)
     for (const std::size_t size : layout[a].bytes) buf_->all[a].emplace_back(std::string(layout[a].label), size);
 }
@@ -298,7 +307,7 @@ void gpt<Real, ES>::norm_forward(int i, const norm_parameters& p, int block, lay
   const auto stream = ctx.real(activation::residual, i, ctx.rows, ctx.width);
   const auto mean = flat(ctx.real(activation::ln_mean, i, ctx.rows, 1)),
              rstd = flat(ctx.real(activation::ln_rstd, i, ctx.rows, 1));
-  if (i == 0) {
+  if (i == 0 || (recomputing_ && i % 2 == 0)) {  // the stream is complete: the embedding's, a kept block input
     layernorm_forward(space_, read_only(stream), ctx.exact(p.gain), ctx.exact(p.bias), ln, mean, rstd);
   } else {
     residual_layernorm_forward(space_, read_only(ctx.real(activation::residual, i - 1, ctx.rows, ctx.width)),
@@ -356,6 +365,7 @@ void gpt<Real, ES>::mlp_forward(int l) {
                  ctx.gemm(p.fc.weight), ctx.bias(p.fc.bias), fc_pre, fc_act);
   note(l, mlp, "mlp.fc", false, fc_pre);
   note(l, mlp, "mlp.gelu", false, fc_act);
+  if (recomputing_) return;  // the branch's output is block l + 1's kept input, and the backward pass reads fc_act
   linear(space_, fc_act, ctx.gemm(p.mlp_proj.weight), ctx.real(activation::residual, 2 * l + 2, n, c),
          ctx.bias(p.mlp_proj.bias));
 }
@@ -396,6 +406,7 @@ void gpt<Real, ES>::backward() {
   visit_dtype<Real>(dtypes_.head, [&](auto t) { head_backward<P, decltype(t)>(); });
   for (int l = config_.layers - 1; l >= 0; --l) {
     if (hooks_) hooks_->before_backward(1 + l);
+    if (recompute_ == activation_recompute::blocks) recompute_block<P>(l);
     visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_backward<P, decltype(t)>(l); });
     visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_backward<P, decltype(t)>(l); });
     if (hooks_) hooks_->after_backward(1 + l);
@@ -403,6 +414,24 @@ void gpt<Real, ES>::backward() {
   embedding_backward(space_, token_index_, config_.context, read_only(dresid), ctx.grad_matrix(parameters_.wte),
                      ctx.grad_matrix(parameters_.wpe));
   if (hooks_) hooks_->after_backward(0);
+}
+
+// The same kernels on the same inputs as the forward pass: the activations, and so the
+// gradients, are bit for bit those of a run that kept them. LayerNorm 2l reads the kept block
+// input, already the sum its forward pass formed; LayerNorm 2l + 1 adds the attention branch
+// to it again, in the scratch copy of the stream.
+template <class Real, class ES>
+template <class P>
+void gpt<Real, ES>::recompute_block(int l) {
+  recomputing_ = true;
+  try {
+    visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_forward<P, decltype(t)>(l); });
+    visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_forward<P, decltype(t)>(l); });
+  } catch (...) {
+    recomputing_ = false;
+    throw;
+  }
+  recomputing_ = false;
 }
 
 template <class Real, class ES>
@@ -504,6 +533,8 @@ std::vector<double> gpt<Real, ES>::gemm_input(const std::string& layer) const {
   const auto names = config_.layer_names();
   const auto it = std::find(names.begin(), names.end(), layer);
   if (it == names.end()) throw std::invalid_argument("kamp::gpt::gemm_input: no layer named '" + layer + "'");
+  if (recompute_ != activation_recompute::none)
+    throw std::logic_error("kamp::gpt::gemm_input: with activation recomputation the layers share one input buffer");
   // names are h0.attn, h0.mlp, h1.attn, ..., lm_head: the LayerNorm feeding each, in order.
   const std::size_t index = it - names.begin(), n = std::size_t(batch_) * config_.context * config_.d_model;
   std::vector<double> out(n);
@@ -534,7 +565,7 @@ template <class Real, class ES>
 template <class V>
 void gpt<Real, ES>::note(int block, layer_part part, const char* op, bool backward, const V& output,
                          bool residual_stream) {
-  if (observations_ == nullptr) return;  // the training step pays nothing, not even the name
+  if (observations_ == nullptr || recomputing_) return;  // the training step pays nothing, not even the name
   using T = typename V::non_const_value_type;
   const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(output.data(), output.size());
   observations_->push_back({part == layer_part::head ? std::string(op) : block_name(block) + "." + op, backward,

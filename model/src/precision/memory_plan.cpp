@@ -78,6 +78,9 @@ struct layer_sizes {
   /// Bytes per element of every block's attention, or MLP, together.
   double attention() const { return low_attn * low + (blocks - low_attn) * fp32_size; }
   double mlp() const { return low_mlp * low + (blocks - low_mlp) * fp32_size; }
+  /// ...and of the one copy all blocks share when they are recomputed: the widest block's.
+  double widest_attention() const { return low_attn < blocks ? fp32_size : low; }
+  double widest_mlp() const { return low_mlp < blocks ? fp32_size : low; }
 
   static constexpr double fp32_size = 4;
 };
@@ -112,17 +115,22 @@ struct table_figures {
 
 // The bytes of activation_layout's buffers, and of the index the embedding's backward pass
 // sorts the tokens into, from the shape: a buffer per LayerNorm or per layer is one product.
-double activation_bytes(const gpt_config& model, const layer_sizes& layers, int batch) {
+double activation_bytes(const gpt_config& model, const layer_sizes& layers, int batch, activation_recompute recompute) {
   const double n = double(batch) * model.context, c = model.d_model, m = model.mlp, v = model.padded_vocab();
   const double s = double(batch) * model.heads * model.context * model.context;  // scores per layer
   const double r = layer_sizes::fp32_size, wide = layers.widest, norms = 2 * layers.blocks + 1;
-  const double attn = layers.attention(), mlp = layers.mlp(), index = double(sizeof(int));
+  // Recomputing blocks: one copy of each per-layer buffer, in the widest block's type; the
+  // stream kept at the L + 1 block inputs and one scratch; ln_out one scratch per branch kind.
+  const bool shared = recompute == activation_recompute::blocks;
+  const double attn = shared ? layers.widest_attention() : layers.attention(),
+               mlp = shared ? layers.widest_mlp() : layers.mlp(), index = double(sizeof(int));
+  const double per_layer_fp32 = shared ? 1 : layers.blocks, streams = shared ? layers.blocks + 2 : norms;
   // LayerNorm i feeds h<i/2>.attn (even i), h<i/2>.mlp (odd i), and the last the head.
   const double norm_consumers = attn + mlp + layers.head;
   const auto bytes = [&](activation a) {
     switch (a) {
       case activation::residual:
-        return norms * n * c * r;
+        return streams * n * c * r;
       case activation::ln_mean:
       case activation::ln_rstd:
         return norms * n * r;
@@ -131,13 +139,13 @@ double activation_bytes(const gpt_config& model, const layer_sizes& layers, int 
       case activation::qkv_rows:
         return 3 * n * c * attn;
       case activation::probs:
-        return layers.blocks * s * r;
+        return per_layer_fp32 * s * r;
       case activation::probs_low:
         return s * attn;
       case activation::attn_out:
         return n * c * attn;
       case activation::fc_pre:
-        return layers.blocks * n * m * r;
+        return per_layer_fp32 * n * m * r;
       case activation::fc_act:
         return n * m * mlp;
       case activation::dqkv_rows:
@@ -179,7 +187,7 @@ double activation_bytes(const gpt_config& model, const layer_sizes& layers, int 
 }  // namespace
 
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards, sharding split,
-                        bool reshard_after_forward) {
+                        bool reshard_after_forward, activation_recompute recompute) {
   model.validate();
   const layer_sizes layers(model, policy);
   if (batch < 1) throw std::invalid_argument("kamp::plan_memory: batch must be >= 1, got " + std::to_string(batch));
@@ -210,7 +218,7 @@ memory_plan plan_memory(const gpt_config& model, const precision_policy& policy,
       }
     }
   }
-  p.activations = activation_bytes(model, layers, batch);
+  p.activations = activation_bytes(model, layers, batch, recompute);
   return p;
 }
 
@@ -245,7 +253,8 @@ double free_memory_bytes() {
   return 0.0;
 }
 
-void check_memory_fits(const gpt_config& model, const precision_policy& policy, int batch, int shards) {
+void check_memory_fits(const gpt_config& model, const precision_policy& policy, int batch, int shards,
+                       activation_recompute recompute) {
   const double free = free_memory_bytes();
   if (free <= 0) return;  // nothing to compare with
   const auto refuse = [&](double needed, const char* what) {
@@ -260,7 +269,7 @@ void check_memory_fits(const gpt_config& model, const precision_policy& policy, 
   // machine is refused without building its parameter table.
   const double state = plan_state(parameter_estimate(model), policy, shards).total();
   if (state > free) refuse(state, "parameters, gradients and optimizer state");
-  const double all = plan_memory(model, policy, batch, shards).total();
+  const double all = plan_memory(model, policy, batch, shards, sharding::optimizer, true, recompute).total();
   if (all > free) refuse(all, "with activations");
 }
 

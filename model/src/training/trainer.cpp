@@ -54,7 +54,7 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
                                   std::to_string(r) + " without a shard of the " + std::to_string(table.flat_size()) +
                                   " parameters (shards are multiples of 64): use fewer ranks or a larger model");
   }
-  model_ = std::make_unique<gpt<float>>(config, policy, options.batch);
+  model_ = std::make_unique<gpt<float>>(config, policy, options.batch, execution_space(), options.recompute);
   const bool sharded_copy = ranks.distributed() && parallel.level == sharding::parameters;
   optimizer_ = detail::make_optimizer(
       policy, options,

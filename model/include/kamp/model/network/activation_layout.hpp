@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace kamp {
@@ -41,6 +42,23 @@ enum class activation : int {
   count
 };
 
+/// \brief Which activations the forward pass keeps for the backward pass.
+enum class activation_recompute {
+  none,   ///< every layer's: the fastest step
+  blocks  ///< each block's input only; the backward pass runs each block's forward again from it
+          ///< (torch.utils.checkpoint around every block): the same gradients, bit for bit
+};
+const char* name(activation_recompute r);
+activation_recompute parse_activation_recompute(const std::string& s);
+std::vector<activation_recompute> activation_recomputes();
+
+/// The copy of activation `a` that LayerNorm or layer `index` (as the model numbers them) uses.
+/// Without recomputation each its own. With blocks: one copy of every per-layer buffer for all
+/// layers; the residual stream's copies are the block inputs (even indices) and one scratch for
+/// the stream within a block; ln_out's are one scratch for the attention LayerNorms, one for the
+/// MLP's and the head's own; the LayerNorm statistics stay one per LayerNorm.
+std::size_t activation_copy(activation a, std::size_t index, int layers, activation_recompute recompute);
+
 /// \brief One activation buffer: its allocation label and the bytes of each of its copies.
 struct activation_buffer {
   const char* label;               ///< kamp::gpt::<name>, what memory tools see
@@ -62,9 +80,10 @@ struct layer_dtypes {
 /// one table the model allocates from and the memory planner sums. `real` is the type of the
 /// exact activations (residual stream, statistics, probabilities; logits take the head's compute
 /// type): fp32, or fp64 for the reference model, which then also computes its "fp32" layers in fp64.
-std::array<activation_buffer, std::size_t(activation::count)> activation_layout(const gpt_config& config,
-                                                                                const precision_policy& policy,
-                                                                                int batch, dtype real = dtype::fp32);
+/// A copy shared by several layers (activation_copy) has the bytes of the largest of them.
+std::array<activation_buffer, std::size_t(activation::count)> activation_layout(
+    const gpt_config& config, const precision_policy& policy, int batch, dtype real = dtype::fp32,
+    activation_recompute recompute = activation_recompute::none);
 
 }  // namespace kamp
 

@@ -56,9 +56,10 @@ class gpt {
   using loss_view = Kokkos::View<double, memory_space>;
 
   /// Validates the config and the policy, then allocates activations for micro-batches of
-  /// `batch` sequences of config.context tokens.
+  /// `batch` sequences of config.context tokens, keeping what `recompute` says for the backward
+  /// pass (activation_layout).
   gpt(const gpt_config& config, const precision_policy& policy, int batch,
-      const ExecutionSpace& space = ExecutionSpace());
+      const ExecutionSpace& space = ExecutionSpace(), activation_recompute recompute = activation_recompute::none);
   ~gpt();
   gpt(const gpt&) = delete;
   gpt& operator=(const gpt&) = delete;
@@ -111,7 +112,8 @@ class gpt {
   /// The dtype the named layer's GEMMs read their activations in (what the policy resolved).
   dtype activation_dtype(const std::string& layer) const;
   /// A copy of the input activations of the named layer's first GEMM from the last forward
-  /// pass, widened to double (host): inspection and tests.
+  /// pass, widened to double (host): inspection and tests. Not with recomputation (std::logic_error):
+  /// the layers share one buffer.
   std::vector<double> gemm_input(const std::string& layer) const;
   /// The logits (batch() x context rows of vocab, the padded columns left out, in the head's
   /// compute type) of the last evaluate(), widened to double (host): inspection and tests.
@@ -137,6 +139,9 @@ class gpt {
   void mlp_forward(int l);
   template <class P, class T>
   void head_forward(bool with_grad, double grad_scale, const scaler_view& scaler);
+  /// Block l's forward pass again, from its kept input, up to what its backward pass reads.
+  template <class P>
+  void recompute_block(int l);
   template <class P, class T>
   void attention_backward(int l);
   template <class P, class T>
@@ -165,6 +170,8 @@ class gpt {
   layer_dtypes dtypes_;
   int batch_;
   ExecutionSpace space_;
+  activation_recompute recompute_;
+  bool recomputing_ = false;  ///< inside recompute_block: the block's input is complete, nothing is observed
   weight_binding binding_;
   detail::weight_addresses at_;  ///< where each parameter's weights are read
   mutable Kokkos::View<Real*, memory_space> grads_;

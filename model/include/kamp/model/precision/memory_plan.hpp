@@ -2,6 +2,7 @@
 #define KAMP_MODEL_PRECISION_MEMORY_PLAN_HPP
 
 #include <kamp/model/dist/sharding.hpp>
+#include <kamp/model/network/activation_layout.hpp>
 #include <kamp/model/network/gpt_config.hpp>
 #include <kamp/model/precision/precision_policy.hpp>
 
@@ -37,8 +38,10 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
 /// gradients are reduced from and parameters gathered into (the root and two blocks; every
 /// block when `reshard_after_forward` is false). Worked out from the shape, in the same time and
 /// memory for any number of layers (the figures of the tables the model builds, to the byte).
+/// `recompute` blocks: the activations of activation_layout's recomputing model.
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards = 1,
-                        sharding split = sharding::optimizer, bool reshard_after_forward = true);
+                        sharding split = sharding::optimizer, bool reshard_after_forward = true,
+                        activation_recompute recompute = activation_recompute::none);
 
 /// Parameters of `model` counted from its shape, without building its parameter table (so a
 /// configuration claiming 10^8 layers costs nothing to judge).
@@ -50,7 +53,8 @@ double free_memory_bytes();
 
 /// Throws std::invalid_argument, with both figures and what to change, when the plan for this
 /// run is larger than `free_memory_bytes()`; before anything is allocated.
-void check_memory_fits(const gpt_config& model, const precision_policy& policy, int batch, int shards);
+void check_memory_fits(const gpt_config& model, const precision_policy& policy, int batch, int shards,
+                       activation_recompute recompute = activation_recompute::none);
 
 }  // namespace kamp
 

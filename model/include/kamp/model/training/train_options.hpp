@@ -3,6 +3,7 @@
 
 #include <kamp/kernels/adamw.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/model/network/activation_layout.hpp>
 
 #include <cstdint>
 
@@ -20,6 +21,9 @@ struct train_options {
   float grad_clip = 1.0f;        ///< max global gradient L2 norm; 0 turns clipping off
   std::uint64_t seed = 1337;     ///< initial weights, data order, stochastic rounding
   loss_scaler_options scaler{};  ///< amp_fp16's dynamic loss scaling (PyTorch's defaults)
+  /// Memory against time only: the gradients are the same bits either way, so it is not a
+  /// checkpointed option and a resumed run may change it.
+  activation_recompute recompute = activation_recompute::none;
 
   /// Throws std::invalid_argument naming the first bad field and its allowed range.
   void validate() const;
