@@ -4,11 +4,14 @@
 #include "checkpoint.hpp"
 #include "gemm.hpp"
 #include "report.hpp"
+#include "shape.hpp"
 #include "train.hpp"
 
 #include <kamp/kamp.hpp>
 
 #include <CLI/CLI.hpp>
+
+#include "../train/model_options.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -28,8 +31,22 @@ int main(int argc, char* argv[]) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "also write the results to this JSON file");
   int train_steps = 20;
-  app.add_option("--suite", suite, "which benchmarks: amp, gemm, train, checkpoint or all (default all)")
-      ->check(CLI::IsMember({"amp", "gemm", "train", "checkpoint", "all"}));
+  app.add_option("--suite", suite,
+                 "which benchmarks: amp, gemm, train, checkpoint or all (default all); or shape: training steps of "
+                 "the model the model options give (tools/bench-scaling.sh), not part of all")
+      ->check(CLI::IsMember({"amp", "gemm", "train", "checkpoint", "all", "shape"}));
+  kamp::gpt_config shape;
+  int shape_batch = 4;
+  std::vector<std::string> shape_modes{"fp32", "amp_bf16"};
+  std::string recompute = "none";
+  kamp::app::add_model_options(app, shape);
+  kamp::app::add_recompute_option(app, recompute);
+  app.add_option("--batch", shape_batch, "shape suite: sequences per step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--modes", shape_modes, "shape suite: precision modes, each timed in turn")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fp32", "amp_bf16", "amp_fp16", "pure_bf16"}));
   std::string checkpoint_dir = ".";
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "where the checkpoint benchmark writes its scratch files (default: the current directory)");
@@ -62,6 +79,12 @@ int main(int argc, char* argv[]) {
   if (suite == "gemm" || suite == "all") kamp::bench::gemm_kernels(out, repeat, large);
   if (suite == "train" || suite == "all") kamp::bench::training_steps(out, train_steps, profile);
   if (suite == "checkpoint" || suite == "all") kamp::bench::checkpoints(out, std::min(repeat, 5), checkpoint_dir);
+  if (suite == "shape") {
+    std::vector<kamp::precision_mode> modes;
+    for (const std::string& m : shape_modes) modes.push_back(kamp::parse_precision_mode(m));
+    kamp::bench::shape_throughput(out, shape, shape_batch, train_steps, modes,
+                                  kamp::parse_activation_recompute(recompute));
+  }
 
   if (!json_path.empty()) {
     std::ofstream f(json_path);

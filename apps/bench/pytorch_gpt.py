@@ -5,10 +5,13 @@ LayerNorm, LM head tied to the token embedding), the same AdamW step with gradie
 timed the same way (median tokens/s over timed steps after three warm-up steps).
 
 Written for kamp (not taken from another project). Modes: fp32, and bf16 = autocast(bfloat16),
-PyTorch's mixed precision on CPUs. Prints one JSON object."""
+PyTorch's mixed precision on CPUs. The shape options default to kamp's reference model; model
+FLOP/s counts as kamp-bench --suite shape does (6 per parameter + 12 L C T per token). Prints
+one JSON object, with the process's peak resident memory."""
 import argparse
 import json
 import math
+import resource
 import time
 
 import torch
@@ -67,10 +70,17 @@ def main():
     parser.add_argument("--mode", choices=["fp32", "bf16"], default="bf16")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--context", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=16)
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    vocab, context, layers, heads, d, mlp, batch = 256, 128, 4, 4, 256, 1024, 16
+    vocab, context, layers, heads, d, batch = args.vocab, args.context, args.layers, args.heads, args.d_model, args.batch
+    mlp = 4 * d
     model = GPT(vocab, context, layers, heads, d, mlp)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     data = torch.randint(0, vocab, (batch, context + 1))
@@ -86,9 +96,12 @@ def main():
         if step >= 3:
             rates.append(batch * context / (time.perf_counter() - start))
     rates.sort()
+    parameters = sum(p.numel() for p in model.parameters())
+    flops_per_token = 6 * parameters + 12 * layers * d * context
     print(json.dumps({"framework": "pytorch", "version": torch.__version__, "mode": args.mode,
-                      "parameters": sum(p.numel() for p in model.parameters()),
-                      "tokens_per_s": rates[len(rates) // 2]}))
+                      "parameters": parameters, "tokens_per_s": rates[len(rates) // 2],
+                      "model_flop_per_s": rates[len(rates) // 2] * flops_per_token,
+                      "process_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 
 
 if __name__ == "__main__":
