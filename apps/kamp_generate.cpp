@@ -12,17 +12,19 @@
 
 #include "train/option_checks.hpp"
 #include "train/output_checks.hpp"
+#include "train/tokenizer.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 
 namespace {
 
 struct generate_settings {
-  std::string checkpoint = "auto", checkpoint_dir = "checkpoints", prompt = "the ";
+  std::string checkpoint = "auto", checkpoint_dir = "checkpoints", prompt = "the ", tokenizer;
   int tokens = 200;
   kamp::sampling_options sampling{0.8f, 0, 0};
   kamp::checkpoint_read_options reading;
@@ -47,11 +49,47 @@ std::pair<std::string, kamp::training_state> load(const generate_settings& s) {
                               "' loads; train first (kamp-train) or name a --checkpoint file");
 }
 
+// The value of `key` in the run's settings (kamp-train's options as TOML, key="value"), or "".
+std::string recorded(const std::string& run_config, const std::string& key) {
+  std::istringstream lines(run_config);
+  for (std::string line; std::getline(lines, line);) {
+    const auto equals = line.find('=');
+    if (equals == std::string::npos || line.substr(0, equals) != key) continue;
+    std::string value = line.substr(equals + 1);
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    return value;
+  }
+  return "";
+}
+
+// The tokenizer a model of another vocabulary than bytes needs: --tokenizer, else the one its run
+// recorded; refused when its content is not the recorded one.
+std::optional<kamp::app::tokenizer> model_tokenizer(const generate_settings& s, const kamp::training_state& state) {
+  const std::string path = s.tokenizer.empty() ? recorded(state.run_config, "tokenizer") : s.tokenizer;
+  if (path.empty()) {
+    if (state.model.vocab == 256) return std::nullopt;
+    throw std::invalid_argument("the model's vocabulary has " + std::to_string(state.model.vocab) +
+                                " tokens and its run recorded no tokenizer: give --tokenizer FILE (the SentencePiece "
+                                "model its data was encoded with)");
+  }
+  kamp::app::tokenizer t(path);
+  const std::string digest = recorded(state.run_config, "tokenizer-digest");
+  if (!digest.empty() && digest != t.digest())
+    throw std::invalid_argument("'" + path + "' (" + t.digest() + ") is not the tokenizer the run trained with (" +
+                                digest + "): give that file as --tokenizer");
+  if (t.vocab() > state.model.vocab)
+    throw std::invalid_argument("'" + path + "' has " + std::to_string(t.vocab()) + " pieces, more than the model's " +
+                                std::to_string(state.model.vocab) + " tokens: it is another run's tokenizer");
+  return t;
+}
+
 int run(const generate_settings& s) {
   // The options first: a bad one must not cost a checkpoint read or leave the prompt on stdout.
-  s.sampling.validate(256);
+  s.sampling.validate(kamp::gpt_config::max_vocab);
   if (s.tokens < 0) throw std::invalid_argument("--tokens must be >= 0, got " + std::to_string(s.tokens));
   const auto [path, state] = load(s);
+  s.sampling.validate(state.model.vocab);
+  const std::optional<kamp::app::tokenizer> pieces = model_tokenizer(s, state);
   kamp::gpt_decoder<> decoder(state.model, state.policy);
   const kamp::state_weights<> weights(state);
   decoder.bind_weights(weights.binding());
@@ -63,14 +101,34 @@ int run(const generate_settings& s) {
       static_cast<unsigned long long>(s.sampling.seed));
   std::fputs(s.prompt.c_str(), stdout);
   const auto start = std::chrono::steady_clock::now();
-  kamp::generate(decoder, s.prompt, s.tokens, s.sampling, [](char c) {
-    std::fputc(c, stdout);
-    kamp::app::flush_or_throw(stdout, "the standard output");
-  });
+  std::size_t prompt_tokens = s.prompt.size();
+  if (pieces) {
+    // Pieces join into text only together (a space belongs to the next word's piece): each new
+    // token prints what it adds to the decoded whole.
+    const std::vector<int> prompt = pieces->encode(s.prompt);
+    prompt_tokens = prompt.size();
+    std::vector<int> drawn;
+    std::string printed;
+    kamp::generate_tokens(decoder, prompt, s.tokens, s.sampling, [&](int t) {
+      drawn.push_back(t);
+      const std::string text = pieces->decode(drawn);
+      if (text.size() > printed.size() && text.compare(0, printed.size(), printed) == 0) {
+        std::fputs(text.c_str() + printed.size(), stdout);
+        printed = text;
+      }
+      kamp::app::flush_or_throw(stdout, "the standard output");
+    });
+    if (printed.empty() && s.tokens > 0) std::fputs(pieces->decode(drawn).c_str(), stdout);
+  } else {
+    kamp::generate(decoder, s.prompt, s.tokens, s.sampling, [](char c) {
+      std::fputc(c, stdout);
+      kamp::app::flush_or_throw(stdout, "the standard output");
+    });
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fputc('\n', stdout);
   std::fprintf(stderr, "kamp-generate: %d tokens in %.2f s (%.0f tokens/s, the prompt's %zu included)\n", s.tokens,
-               seconds, double(s.tokens + s.prompt.size()) / seconds, s.prompt.size());
+               seconds, double(std::size_t(s.tokens) + prompt_tokens) / seconds, prompt_tokens);
   return 0;
 }
 
@@ -87,6 +145,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--checkpoint-dir", s.checkpoint_dir, "Where --checkpoint auto looks")->capture_default_str();
   kamp::app::add_accept_unhashed_option(app, s.reading);
+  app.add_option("--tokenizer", s.tokenizer,
+                 "The SentencePiece model to encode the prompt and decode the text with; default: the one the "
+                 "checkpoint's run recorded (a byte-level model needs none)");
   app.add_option("--prompt", s.prompt, "The text to continue (at least one byte)")
       ->check(CLI::Validator(
           [](const std::string& v) { return v.empty() ? "the prompt needs at least one byte to start from" : ""; }, ""))

@@ -25,14 +25,17 @@
 #include "train/option_checks.hpp"
 #include "train/output_checks.hpp"
 #include "train/run_settings.hpp"
+#include "train/tokenizer.hpp"
 #include "train/training_loop.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
+#include <sstream>
 
 namespace {
 
@@ -83,6 +86,13 @@ void add_data_options(CLI::App& app, run_settings& s) {
       "under it are skipped, one named alone is refused); or token files (*.bin: llm.c shards or nanoGPT's raw "
       "uint16), one, a directory's, or a quoted glob pattern's, memory-mapped, files named *val* held out for "
       "validation; default: the built-in corpus");
+  app.add_option("--tokenizer", s.tokenizer,
+                 "A SentencePiece model (spm_train's PREFIX.model) that encodes the text of --data (or the built-in "
+                 "corpus); the vocabulary is its pieces unless --vocab or --preset gives more. The run records the "
+                 "file and its digest; kamp-generate decodes with it");
+  // Not for users: the run's record of the tokenizer's content (kamp-train sets it), checked
+  // against the file when a run's settings are given back as a --config.
+  app.add_option("--tokenizer-digest", s.tokenizer_digest)->group("");
   app.add_option("--validation-fraction", s.validation_fraction,
                  "Tail of the data kept for validation (token files: unless some are named *val*)")
       ->capture_default_str();
@@ -250,6 +260,14 @@ void validate(run_settings& s, const kamp::dist::communicator& ranks) {
                                   ", which the model options given differ from: drop them (the file sets the shape)");
     s.model = c;
   }
+  if (!s.tokenizer.empty()) {
+    const kamp::app::tokenizer pieces(s.tokenizer);
+    if (!s.vocab_given) s.model.vocab = pieces.vocab();
+    if (s.model.vocab < pieces.vocab())
+      throw std::invalid_argument("--tokenizer '" + s.tokenizer + "' has " + std::to_string(pieces.vocab()) +
+                                  " pieces, more than the model's vocabulary of " + std::to_string(s.model.vocab) +
+                                  ": give --vocab " + std::to_string(pieces.vocab()) + " or more, or leave it out");
+  }
   s.policy = s.precision.policy();
   s.train.recompute = kamp::parse_activation_recompute(s.recompute);
   s.sharding_level = kamp::parse_sharding(s.sharding);
@@ -283,6 +301,19 @@ kamp::checkpoint_directory prepare_checkpoint_directory(const run_settings& s, c
 }
 
 kamp::token_dataset load_data(const run_settings& s) {
+  if (!s.tokenizer.empty()) {
+    if (std::filesystem::path(s.data).extension() == ".bin" || s.data.find_first_of("*?[") != std::string::npos)
+      throw std::invalid_argument("--tokenizer encodes text, and --data '" + s.data +
+                                  "' names token files, which hold ids already: leave --tokenizer out");
+    const kamp::app::tokenizer pieces(s.tokenizer);
+    const kamp::token_dataset::text_files text =
+        s.data.empty() ? kamp::token_dataset::text_files{kamp::default_corpus(), "built-in corpus", {}}
+                       : kamp::token_dataset::read_text(s.data);
+    const std::vector<int> ids = pieces.encode(text.text);
+    return kamp::token_dataset(
+        std::vector<std::uint16_t>(ids.begin(), ids.end()), s.validation_fraction, s.model.context,
+        text.source + ", SentencePiece " + s.tokenizer + " (" + std::to_string(ids.size()) + " tokens)");
+  }
   kamp::token_dataset data =
       s.data.empty()
           ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context, "built-in corpus")
@@ -419,7 +450,8 @@ void summarize(const run_settings& s, kamp::trainer& trainer, const kamp::app::t
                             {"seconds", record.seconds}});
 }
 
-int train(run_settings& s, const std::string& run_config, const kamp::dist::communicator& ranks) {
+// `run_config` gives the run's settings as a --config file, asked for once they are resolved.
+int train(run_settings& s, const std::function<std::string()>& run_config, const kamp::dist::communicator& ranks) {
   // Rank 0 reports; the other ranks' standard output would repeat it (errors still reach stderr).
   if (ranks.rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
     throw std::runtime_error("cannot silence the standard output of rank " + std::to_string(ranks.rank()));
@@ -444,7 +476,7 @@ int train(run_settings& s, const std::string& run_config, const kamp::dist::comm
   std::optional<kamp::app::metrics_writer> metrics;
   if (!s.metrics.empty() && ranks.rank() == 0)
     metrics.emplace(s.metrics, resume_seconds && std::filesystem::exists(s.metrics));
-  kamp::app::checkpoint_writer writer(trainer, checkpoints, run_config);
+  kamp::app::checkpoint_writer writer(trainer, checkpoints, run_config());
   if (trainer.steps_taken() >= s.train.steps) {
     finish_without_training(s, trainer, writer, resume_seconds.has_value());
     return 0;
@@ -493,9 +525,45 @@ int main(int argc, char** argv) {
   if (settings.request.enable_fsdp && app.count("--sharding") == 0) settings.sharding = "parameters";
   for (const char* shape : {"--preset", "--vocab", "--layers", "--heads", "--d-model", "--mlp", "--context"})
     settings.shape_given = settings.shape_given || app.count(shape) > 0;
+  settings.vocab_given = app.count("--vocab") + app.count("--preset") + app.count("--init-from-llmc") > 0;
+  if (!settings.tokenizer.empty()) {
+    // The run's record (its checkpoints' settings) names the tokenizer and what it held; a record
+    // given back as --config must name the same content.
+    std::string digest;
+    try {
+      digest = kamp::app::tokenizer::file_digest(settings.tokenizer);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kamp-train: error: --tokenizer: %s\n", e.what());
+      return 1;
+    }
+    if (!settings.tokenizer_digest.empty() && settings.tokenizer_digest != digest) {
+      std::fprintf(stderr,
+                   "kamp-train: error: --tokenizer '%s' holds %s, but the settings given record %s: the run "
+                   "trained with another file\n",
+                   settings.tokenizer.c_str(), digest.c_str(), settings.tokenizer_digest.c_str());
+      return 1;
+    }
+    app.get_option("--tokenizer-digest")->default_str(digest);
+  }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return kamp::app::exit_status("kamp-train", train(settings, app.config_to_str(true, false), mpi->world()));
+    // The settings a checkpoint records: the shape as resolved (a preset, an llm.c file and a
+    // tokenizer set it), so that the record given back as --config builds the same model.
+    const auto record = [&] {
+      const kamp::gpt_config& m = settings.model;
+      const std::pair<const char*, int> shape[] = {{"--vocab", m.vocab},     {"--context", m.context},
+                                                   {"--layers", m.layers},   {"--heads", m.heads},
+                                                   {"--d-model", m.d_model}, {"--mlp", m.mlp}};
+      for (const auto& [option, value] : shape) app.get_option(option)->default_str(std::to_string(value));
+      // An option left out is recorded as key="", which a --config would give as an empty value
+      // (refused everywhere): left out of the record instead.
+      std::istringstream all(app.config_to_str(true, false));
+      std::string kept;
+      for (std::string line; std::getline(all, line);)
+        if (line.size() < 3 || line.compare(line.size() - 3, 3, "=\"\"") != 0) kept += line + '\n';
+      return kept;
+    };
+    return kamp::app::exit_status("kamp-train", train(settings, record, mpi->world()));
   } catch (const std::exception& e) {
     const auto& ranks = mpi->world();
     if (!ranks.distributed()) {

@@ -19,6 +19,14 @@ cmp -s trained.bin imported.bin || fail "exported, imported and exported again: 
 [ "$(od -An -tu4 -j4 -N4 trained-bf16.bin | tr -d ' ')" = 5 ] || fail "bf16 export is not version 5"
 "$train" --init-from-llmc trained-bf16.bin --steps 2 --checkpoint-dir from-bf16 >/dev/null ||
   fail "training from a bf16 llm.c file failed"
+# Its recorded settings (the file's shape among them) start the same run again.
+"$inspect" imported/step-00000000.h5 --run-config >imported.toml
+"$train" --config imported.toml --steps 1 --checkpoint-dir replayed >/dev/null || fail "the recorded settings were refused"
+# A preset's recorded settings hold the preset's shape, not the options' defaults.
+"$train" --preset gpt2-124m --layers 1 --context 16 --d-model 64 --heads 1 --mlp 256 --batch 2 --steps 0 \
+  --eval-batches 1 --checkpoint-dir preset >/dev/null
+"$inspect" preset/step-00000000.h5 --run-config >preset.toml
+grep -q '^vocab=50257' preset.toml || fail "the preset's vocabulary is not in its recorded settings"
 refused "which the model options given differ from" \
   "$train" --init-from-llmc trained.bin --layers 2 --steps 1 --checkpoint-dir other
 refused "not llm.c's model magic" "$train" --init-from-llmc trained/step-00000004.h5 --checkpoint-dir other
@@ -40,6 +48,6 @@ refused "token 259 at byte offset 1098 of 'tokens/demo_train_000001.bin' is outs
   "$train" "${gpt2_like[@]}" --data tokens --steps 1 --checkpoint-dir bytes-run
 refused "no file matches the pattern" "$train" "${gpt2_like[@]}" --vocab 300 --data 'tokens/*_test_*.bin'
 refused "needs a byte-level model" "$train" "${gpt2_like[@]}" --vocab 300 --data tokens --sample-every 1
-refused "serves byte-level models \(vocabulary 256\) only" "$generate" --checkpoint-dir tokens-run
+refused "has 300 tokens and its run recorded no tokenizer: give --tokenizer FILE" "$generate" --checkpoint-dir tokens-run
 "$inspect" --help | grep -q -- "--export-llmc" || fail "kamp-inspect --help lacks --export-llmc"
 echo "models and tokens: all checks passed"

@@ -105,7 +105,7 @@ namespace {
 
 // The text of `path`, or none when it is binary (holds a NUL byte). Read in blocks: a large
 // binary file is given up at its first NUL, not read whole.
-std::optional<std::string> read_text(const std::filesystem::path& path) {
+std::optional<std::string> read_text_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error("data: cannot open '" + path.string() + "' for reading; check the path given to --data");
@@ -124,7 +124,7 @@ std::optional<std::string> read_text(const std::filesystem::path& path) {
 // A file named alone is refused when binary: in a directory it would be skipped, alone it would
 // be all the data.
 std::string text_file(const std::string& path) {
-  std::optional<std::string> text = read_text(path);
+  std::optional<std::string> text = read_text_file(path);
   if (!text)
     throw std::runtime_error("--data '" + path +
                              "' holds NUL bytes: it is a binary file, not text; give --data a text file (or a "
@@ -316,20 +316,31 @@ void check_fraction(double validation_fraction) {
 
 token_dataset::token_dataset(const std::string& text, double validation_fraction, int context, std::string source)
     : context_(context), source_(std::move(source)) {
+  std::vector<std::uint16_t> bytes(text.size());
+  std::transform(text.begin(), text.end(), bytes.begin(), [](char c) { return std::uint16_t(std::uint8_t(c)); });
+  split_owned(std::move(bytes), validation_fraction, "bytes");
+}
+
+token_dataset::token_dataset(std::vector<std::uint16_t> tokens, double validation_fraction, int context,
+                             std::string source)
+    : context_(context), byte_level_(false), source_(std::move(source)) {
+  split_owned(std::move(tokens), validation_fraction, "tokens");
+}
+
+void token_dataset::split_owned(std::vector<std::uint16_t> tokens, double validation_fraction, const char* unit) {
   check_fraction(validation_fraction);
   auto st = std::make_shared<storage>();
-  st->owned.resize(text.size());
-  std::transform(text.begin(), text.end(), st->owned.begin(), [](char c) { return std::uint16_t(std::uint8_t(c)); });
+  st->owned = std::move(tokens);
   storage_ = st;
-  const std::size_t at = text.size() - std::size_t(double(text.size()) * validation_fraction);
-  std::tie(train_, validation_) = split_at({{st->owned.data(), st->owned.size()}}, at);
-  const std::size_t need = std::size_t(context) + 1;
+  const std::size_t n = st->owned.size(), at = n - std::size_t(double(n) * validation_fraction);
+  std::tie(train_, validation_) = split_at({{st->owned.data(), n}}, at);
+  const std::size_t need = std::size_t(context_) + 1;
   if (size(split::train) < need || size(split::validation) < need)
-    throw std::invalid_argument("data: " + source_ + " has " + std::to_string(text.size()) +
-                                " bytes; with validation fraction " + std::to_string(validation_fraction) +
-                                " each part needs at least context + 1 = " + std::to_string(need) +
-                                " bytes. Use a longer text or a shorter context");
-  max_token_ = std::max(largest(train_), largest(validation_));
+    throw std::invalid_argument("data: " + source_ + " has " + std::to_string(n) + " " + unit +
+                                "; with validation fraction " + std::to_string(validation_fraction) +
+                                " each part needs at least context + 1 = " + std::to_string(need) + " " + unit +
+                                ". Use a longer text or a shorter context");
+  max_token_ = n == 0 ? 0 : std::max(largest(train_), largest(validation_));
 }
 
 token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context, int vocab) {
@@ -339,7 +350,9 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
                              ", not a text file or a token file: give a regular file or a directory of them");
   const std::vector<std::filesystem::path> files = token_files(path);
   if (files.empty()) {
-    token_dataset text = read_text_path(path, validation_fraction, context);
+    text_files files = read_text(path);
+    token_dataset text(files.text, validation_fraction, context, files.source);
+    text.skipped_ = std::move(files.skipped);
     if (text.max_token() >= vocab)
       throw std::runtime_error("--data '" + path + "' is text, read as bytes, and holds byte " +
                                std::to_string(text.max_token()) + ", outside the model's vocabulary of " +
@@ -388,15 +401,17 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
   return out;
 }
 
-token_dataset token_dataset::read_text_path(const std::string& path, double validation_fraction, int context) {
+token_dataset::text_files token_dataset::read_text(const std::string& path) {
+  if (const std::string kind = special_file_kind(path); !kind.empty())
+    throw std::runtime_error("--data '" + path + "' is " + kind +
+                             ", not a text file or a token file: give a regular file or a directory of them");
   std::error_code error;
-  if (!std::filesystem::is_directory(path, error))
-    return token_dataset(text_file(path), validation_fraction, context, path);
+  if (!std::filesystem::is_directory(path, error)) return {text_file(path), path, {}};
   std::string text;
   std::vector<std::string> skipped;
   std::size_t used = 0;
   for (const auto& f : files_under(path)) {
-    std::optional<std::string> content = read_text(f);
+    std::optional<std::string> content = read_text_file(f);
     if (!content) {
       skipped.push_back(f.string());
       continue;
@@ -408,9 +423,7 @@ token_dataset token_dataset::read_text_path(const std::string& path, double vali
     throw std::runtime_error("data: the directory '" + path + "' holds no text file (" +
                              std::to_string(skipped.size()) +
                              " binary files skipped); give --data a text file or a directory of them");
-  token_dataset out(text, validation_fraction, context, path + " (" + std::to_string(used) + " files)");
-  out.skipped_ = std::move(skipped);
-  return out;
+  return {std::move(text), path + " (" + std::to_string(used) + " files)", std::move(skipped)};
 }
 
 std::size_t token_dataset::size(split part) const { return token_count(segments(part)); }

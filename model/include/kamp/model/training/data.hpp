@@ -42,6 +42,16 @@ class token_dataset {
   /// Byte-level tokens of `text`, its last `validation_fraction` held out. Throws
   /// std::invalid_argument when either part is too short for one window.
   token_dataset(const std::string& text, double validation_fraction, int context, std::string source);
+  /// The ids of a tokenizer (a text it encoded), split the same way.
+  token_dataset(std::vector<std::uint16_t> tokens, double validation_fraction, int context, std::string source);
+  /// The text from_path reads from a text file or a directory, with the same refusals: for a
+  /// tokenizer to encode.
+  struct text_files {
+    std::string text;
+    std::string source;                ///< the path, with the number of files of a directory
+    std::vector<std::string> skipped;  ///< a directory's files with NUL bytes, left out
+  };
+  static text_files read_text(const std::string& path);
   /// Reads `path`:
   /// - a file named *.bin: token ids. An llm.c shard (a header of 256 int32: magic 20240520,
   ///   version 1, token count; then uint16 ids) or, without that magic, raw uint16 ids
@@ -82,7 +92,7 @@ class token_dataset {
 
  private:
   token_dataset() = default;
-  static token_dataset read_text_path(const std::string& path, double validation_fraction, int context);
+  void split_owned(std::vector<std::uint16_t> tokens, double validation_fraction, const char* unit);
 
   std::shared_ptr<const storage> storage_;
   std::vector<token_segment> train_, validation_;
