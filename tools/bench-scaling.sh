@@ -7,7 +7,7 @@
 # PyTorch 1.13 (fp32, and bf16 autocast where the CPU has bf16 dot products), each in its own
 # process (its peak resident memory is the run's own), kamp first on even shapes and PyTorch
 # first on odd ones, so a noisy minute of the shared machine does not fall on one side only.
-# Median tokens/s over KAMP_SCALING_STEPS (3) timed steps after warm-up. About 30 minutes on 2 cores.
+# Median tokens/s over KAMP_SCALING_STEPS (3) timed steps after warm-up. About 45 minutes on 2 cores.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 "$KAMP_REPO_DIR/tools/build.sh"
