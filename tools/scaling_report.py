@@ -71,20 +71,23 @@ for r in rows:
 fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
 x = list(range(len(rows)))
 names = [label(r["config"]) for r in rows]
-for m in kamp_modes:
-    axes[0].plot(x, [r["kamp"][m]["model_flop_per_s"] / 1e9 for r in rows], "o-", label=f"kamp {m}")
-for m in torch_modes:
-    axes[0].plot(x, [r["pytorch"][m]["model_flop_per_s"] / 1e9 for r in rows], "s--", label=f"PyTorch {m}")
+
+
+def every_run(ax, key, scale):
+    """One line per kamp mode (solid) and PyTorch mode (dashed) of `key` / scale."""
+    for framework, modes, style, name in (("kamp", kamp_modes, "o-", "kamp"), ("pytorch", torch_modes, "s--", "PyTorch")):
+        for m in modes:
+            ax.plot(x, [r[framework][m][key] / scale for r in rows], style, label=f"{name} {m}")
+
+
+every_run(axes[0], "model_flop_per_s", 1e9)
 axes[0].set_ylabel("model GFLOP/s (6N + 12LCT per token)")
 for m in kamp_modes:
     if m != "amp_fp16":
         axes[1].plot(x, [r["ratios"][m] for r in rows], "o-", label=f"kamp {m} / PyTorch {reference(m)}")
 axes[1].axhline(1.0, color="grey", lw=0.8)
 axes[1].set_ylabel("tokens/s ratio")
-for m in kamp_modes:
-    axes[2].plot(x, [r["kamp"][m]["process_peak_rss_bytes"] / 1e9 for r in rows], "o-", label=f"kamp {m}")
-for m in torch_modes:
-    axes[2].plot(x, [r["pytorch"][m]["process_peak_rss_bytes"] / 1e9 for r in rows], "s--", label=f"PyTorch {m}")
+every_run(axes[2], "process_peak_rss_bytes", 1e9)
 axes[2].set_ylabel("peak resident memory (GB)")
 for ax in axes:
     ax.set_xticks(x)

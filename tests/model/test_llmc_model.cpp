@@ -10,9 +10,8 @@
 
 #include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
+#include "../support/scratch_dir.hpp"
 #include "../support/views.hpp"
-
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -26,15 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct scratch_dir {
-  fs::path path = fs::temp_directory_path() / ("kamp_llmc_" + std::to_string(::getpid()));
-  scratch_dir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using kamp::test::scratch_dir;
 
 std::vector<unsigned char> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -90,7 +81,7 @@ kamp::gpt_config small_shape() {
 }  // namespace
 
 TEST_CASE("an llm.c model file written from llm.c's layout reads back tensor by tensor", "[model][llmc]") {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_llmc");
   const kamp::gpt_config c = small_shape();
   const std::size_t vp = 384, t = 8, l = 2, ch = 16;
   // Header: magic, version 3, maxT, V, L, NH, C, Vp; element k of the file holds the value k.
@@ -137,7 +128,7 @@ TEST_CASE("an llm.c model file written from llm.c's layout reads back tensor by 
 }
 
 TEST_CASE("llm.c model files round-trip kamp's weights bit for bit", "[model][llmc]") {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_llmc");
   const kamp::gpt_config c = small_shape();
   const std::vector<float> w = kamp::gpt2_initial_weights(c, 5);
   kamp::write_llmc_model(dir / "fp32.bin", {c, w}, kamp::llmc_precision::fp32);
@@ -164,7 +155,7 @@ TEST_CASE("llm.c model files round-trip kamp's weights bit for bit", "[model][ll
 }
 
 TEST_CASE("damaged llm.c model files and shapes llm.c cannot hold are refused", "[model][llmc]") {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_llmc");
   const kamp::gpt_config c = small_shape();
   kamp::write_llmc_model(dir / "good.bin", {c, kamp::gpt2_initial_weights(c, 1)}, kamp::llmc_precision::fp32);
   const auto good = file_bytes(dir / "good.bin");
@@ -176,32 +167,32 @@ TEST_CASE("damaged llm.c model files and shapes llm.c cannot hold are refused", 
   auto truncated = good;
   truncated.resize(good.size() - 4);
   CHECK_THROWS_WITH(kamp::read_llmc_model(write("truncated.bin", truncated)),
-                    Catch::Contains("it is truncated or damaged"));
+                    kamp::test::contains("it is truncated or damaged"));
   auto magic = good;
   magic[0] ^= 1;
-  CHECK_THROWS_WITH(kamp::read_llmc_model(write("magic.bin", magic)), Catch::Contains("not llm.c's model magic"));
+  CHECK_THROWS_WITH(kamp::read_llmc_model(write("magic.bin", magic)), kamp::test::contains("not llm.c's model magic"));
   auto version = good;
   version[4] = 4;
   CHECK_THROWS_WITH(kamp::read_llmc_model(write("version.bin", version)),
-                    Catch::Contains("version 4; kamp reads versions 3 (fp32) and 5 (bf16)"));
+                    kamp::test::contains("version 4; kamp reads versions 3 (fp32) and 5 (bf16)"));
   auto heads = good;
   heads[20] = 3;  // 16 channels over 3 heads
   CHECK_THROWS_WITH(kamp::read_llmc_model(write("heads.bin", heads)),
-                    Catch::Contains("not a positive multiple of heads"));
+                    kamp::test::contains("not a positive multiple of heads"));
   auto layers = good;
   layers[16] = layers[17] = layers[18] = 0x7f;  // 2^31 - ... layers
-  CHECK_THROWS_WITH(kamp::read_llmc_model(write("layers.bin", layers)), Catch::Contains("the file is damaged"));
-  CHECK_THROWS_WITH(kamp::read_llmc_model(dir / "missing.bin"), Catch::Contains("cannot open it"));
+  CHECK_THROWS_WITH(kamp::read_llmc_model(write("layers.bin", layers)), kamp::test::contains("the file is damaged"));
+  CHECK_THROWS_WITH(kamp::read_llmc_model(dir / "missing.bin"), kamp::test::contains("cannot open it"));
   kamp::gpt_config wide_mlp = c;
   wide_mlp.mlp = 48;
   CHECK_THROWS_WITH(kamp::write_llmc_model(dir / "mlp.bin", {wide_mlp, kamp::gpt2_initial_weights(wide_mlp, 1)},
                                            kamp::llmc_precision::fp32),
-                    Catch::Contains("4 x d_model = 64; this model's is 48"));
+                    kamp::test::contains("4 x d_model = 64; this model's is 48"));
   CHECK_FALSE(fs::exists(dir / "mlp.bin"));
 }
 
 TEST_CASE("a model exported to llm.c's file and imported has the loss of the weights it came from", "[model][llmc]") {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_llmc");
   const kamp::gpt_config c = small_shape();
   const auto& data = kamp::test::corpus(c, 1 << 13);
   for (const auto mode : {kamp::precision_mode::fp32, kamp::precision_mode::amp_bf16}) {

@@ -7,7 +7,7 @@
 
 #include "../support/catch.hpp"
 
-#include <unistd.h>
+#include "../support/scratch_dir.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -23,15 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using split = kamp::token_dataset::split;
 
-struct scratch_dir {
-  fs::path path = fs::temp_directory_path() / ("kamp_token_files_" + std::to_string(::getpid()));
-  scratch_dir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using kamp::test::scratch_dir;
 
 void write_bytes(const std::string& file, const std::vector<unsigned char>& bytes) {
   std::ofstream(file, std::ios::binary)
@@ -81,7 +73,7 @@ std::vector<unsigned> tokens_of(const kamp::token_dataset& d, split part) {
 }  // namespace
 
 TEST_CASE("llm.c shards and raw uint16 files are read as their definitions say", "[model][data]") {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_token_files");
   write_bytes(dir / "shard.bin", llmc_shard(numbered(1, 300)));
   write_bytes(dir / "raw.bin", raw_file(numbered(2, 300)));
   for (const std::string name : {"shard.bin", "raw.bin"}) {
@@ -95,12 +87,12 @@ TEST_CASE("llm.c shards and raw uint16 files are read as their definitions say",
     CHECK(all == numbered(file, 300));
     CHECK_FALSE(d.byte_level());
     CHECK(d.max_token() == int(file * 1000 + 299));
-    CHECK_THAT(d.source(), Catch::Contains(name == "shard.bin" ? "llm.c shards" : "raw uint16"));
+    CHECK_THAT(d.source(), kamp::test::contains(name == "shard.bin" ? "llm.c shards" : "raw uint16"));
   }
 }
 
 TEST_CASE("files named *val* are the validation part, the others training, in name order", "[model][data]") {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_token_files");
   // llm.c's names for FineWeb shards, and nanoGPT's train.bin/val.bin, mixed formats.
   write_bytes(dir / "fineweb_train_000002.bin", llmc_shard(numbered(3, 50)));
   write_bytes(dir / "fineweb_train_000001.bin", raw_file(numbered(2, 40)));
@@ -112,53 +104,57 @@ TEST_CASE("files named *val* are the validation part, the others training, in na
   CHECK(tokens_of(by_dir, split::train) == train);
   CHECK(tokens_of(by_dir, split::validation) == numbered(1, 30));
   CHECK(by_dir.segments(split::train).size() == 2);
-  CHECK_THAT(by_dir.source(), Catch::Contains("3 token files") && Catch::Contains("by file name"));
+  CHECK_THAT(by_dir.source(), kamp::test::contains("3 token files") && kamp::test::contains("by file name"));
   // A glob pattern of the training shards alone: the tail fraction is held out, across files.
   const auto by_glob = kamp::token_dataset::from_path(dir / "fineweb_train_*.bin", 0.2, 8, 50257);
   CHECK(tokens_of(by_glob, split::train) == std::vector<unsigned>(train.begin(), train.begin() + 72));
   CHECK(tokens_of(by_glob, split::validation) == std::vector<unsigned>(train.begin() + 72, train.end()));
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "nothing_*.bin", 0.2, 8, 50257),
-                    Catch::Contains("no file matches the pattern"));
+                    kamp::test::contains("no file matches the pattern"));
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "*.txt", 0.2, 8, 50257),
-                    Catch::Contains("not a token file (*.bin)"));
+                    kamp::test::contains("not a token file (*.bin)"));
 }
 
 TEST_CASE("bad token files are refused with the file, the offset and the fix", "[model][data]") {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_token_files");
   std::vector<unsigned> tokens = numbered(0, 100);
   tokens[37] = 50257;
   write_bytes(dir / "outside.bin", llmc_shard(tokens));
   // Header (1024 bytes) + 2 x 37: the byte offset of the bad id in the file.
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "outside.bin", 0.25, 8, 50257),
-                    Catch::Contains("token 50257 at byte offset 1098 of '") &&
-                        Catch::Contains("outside the model's vocabulary [0, 50257)") && Catch::Contains("--vocab"));
+                    kamp::test::contains("token 50257 at byte offset 1098 of '") &&
+                        kamp::test::contains("outside the model's vocabulary [0, 50257)") &&
+                        kamp::test::contains("--vocab"));
   write_bytes(dir / "raw_outside.bin", raw_file({1, 2, 300, 4}));
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "raw_outside.bin", 0.25, 1, 256),
-                    Catch::Contains("token 300 at byte offset 4"));
+                    kamp::test::contains("token 300 at byte offset 4"));
   auto truncated = llmc_shard(numbered(0, 100));
   truncated.resize(truncated.size() - 2);
   write_bytes(dir / "truncated.bin", truncated);
-  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "truncated.bin", 0.25, 8, 50257),
-                    Catch::Contains("claiming 100 tokens (1224 bytes") && Catch::Contains("holds 1222 bytes"));
+  CHECK_THROWS_WITH(
+      kamp::token_dataset::from_path(dir / "truncated.bin", 0.25, 8, 50257),
+      kamp::test::contains("claiming 100 tokens (1224 bytes") && kamp::test::contains("holds 1222 bytes"));
   write_bytes(dir / "version7.bin", llmc_shard(numbered(0, 100), 20240520, 7));
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "version7.bin", 0.25, 8, 50257),
-                    Catch::Contains("version 7; kamp reads version 1"));
+                    kamp::test::contains("version 7; kamp reads version 1"));
   write_bytes(dir / "odd.bin", {1, 2, 3});
-  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "odd.bin", 0.25, 1, 50257), Catch::Contains("an odd number"));
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "odd.bin", 0.25, 1, 50257),
+                    kamp::test::contains("an odd number"));
   write_bytes(dir / "empty.bin", {});
-  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "empty.bin", 0.25, 1, 50257), Catch::Contains("is empty"));
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "empty.bin", 0.25, 1, 50257),
+                    kamp::test::contains("is empty"));
   write_bytes(dir / "short.bin", raw_file(numbered(0, 20)));
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "short.bin", 0.25, 8, 50257),
-                    Catch::Contains("validation part has 5 tokens") && Catch::Contains("shorter --context"));
+                    kamp::test::contains("validation part has 5 tokens") && kamp::test::contains("shorter --context"));
   // Byte-level text against a smaller vocabulary.
   std::ofstream(dir / "text.txt") << std::string(100, 'z');
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "text.txt", 0.25, 8, 100),
-                    Catch::Contains("holds byte 122") && Catch::Contains("--vocab 256"));
+                    kamp::test::contains("holds byte 122") && kamp::test::contains("--vocab 256"));
 }
 
 TEMPLATE_TEST_CASE("windows over several files stay inside one file, and the device draws the host's", "[model][data]",
                    Kokkos::DefaultExecutionSpace) {
-  const scratch_dir dir;
+  const scratch_dir dir("kamp_token_files");
   // Files of 9 (one window at context 8), 8 (none), 40 and 200 tokens: 1 + 0 + 32 + 192 windows.
   const std::vector<unsigned> sizes{9, 8, 40, 200};
   for (unsigned f = 0; f < sizes.size(); ++f)
