@@ -261,7 +261,13 @@ void validate(run_settings& s, const kamp::dist::communicator& ranks) {
     s.model = c;
   }
   if (!s.tokenizer.empty()) {
-    const kamp::app::tokenizer pieces(s.tokenizer);
+    const kamp::app::tokenizer& pieces = s.pieces.emplace(s.tokenizer);
+    // A run's recorded settings given back as --config must name the same content.
+    if (!s.tokenizer_digest.empty() && s.tokenizer_digest != pieces.digest())
+      throw std::invalid_argument("--tokenizer '" + s.tokenizer + "' holds " + pieces.digest() +
+                                  ", but the settings given record " + s.tokenizer_digest +
+                                  ": the run trained with another file");
+    s.tokenizer_digest = pieces.digest();
     if (!s.vocab_given) s.model.vocab = pieces.vocab();
     if (s.model.vocab < pieces.vocab())
       throw std::invalid_argument("--tokenizer '" + s.tokenizer + "' has " + std::to_string(pieces.vocab()) +
@@ -301,15 +307,14 @@ kamp::checkpoint_directory prepare_checkpoint_directory(const run_settings& s, c
 }
 
 kamp::token_dataset load_data(const run_settings& s) {
-  if (!s.tokenizer.empty()) {
+  if (s.pieces) {
     if (std::filesystem::path(s.data).extension() == ".bin" || s.data.find_first_of("*?[") != std::string::npos)
       throw std::invalid_argument("--tokenizer encodes text, and --data '" + s.data +
                                   "' names token files, which hold ids already: leave --tokenizer out");
-    const kamp::app::tokenizer pieces(s.tokenizer);
     const kamp::token_dataset::text_files text =
         s.data.empty() ? kamp::token_dataset::text_files{kamp::default_corpus(), "built-in corpus", {}}
                        : kamp::token_dataset::read_text(s.data);
-    const std::vector<int> ids = pieces.encode(text.text);
+    const std::vector<int> ids = s.pieces->encode(text.text);
     return kamp::token_dataset(
         std::vector<std::uint16_t>(ids.begin(), ids.end()), s.validation_fraction, s.model.context,
         text.source + ", SentencePiece " + s.tokenizer + " (" + std::to_string(ids.size()) + " tokens)");
@@ -526,25 +531,6 @@ int main(int argc, char** argv) {
   for (const char* shape : {"--preset", "--vocab", "--layers", "--heads", "--d-model", "--mlp", "--context"})
     settings.shape_given = settings.shape_given || app.count(shape) > 0;
   settings.vocab_given = app.count("--vocab") + app.count("--preset") + app.count("--init-from-llmc") > 0;
-  if (!settings.tokenizer.empty()) {
-    // The run's record (its checkpoints' settings) names the tokenizer and what it held; a record
-    // given back as --config must name the same content.
-    std::string digest;
-    try {
-      digest = kamp::app::tokenizer::file_digest(settings.tokenizer);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "kamp-train: error: --tokenizer: %s\n", e.what());
-      return 1;
-    }
-    if (!settings.tokenizer_digest.empty() && settings.tokenizer_digest != digest) {
-      std::fprintf(stderr,
-                   "kamp-train: error: --tokenizer '%s' holds %s, but the settings given record %s: the run "
-                   "trained with another file\n",
-                   settings.tokenizer.c_str(), digest.c_str(), settings.tokenizer_digest.c_str());
-      return 1;
-    }
-    app.get_option("--tokenizer-digest")->default_str(digest);
-  }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
     // The settings a checkpoint records: the shape as resolved (a preset, an llm.c file and a
@@ -555,6 +541,7 @@ int main(int argc, char** argv) {
                                                    {"--layers", m.layers},   {"--heads", m.heads},
                                                    {"--d-model", m.d_model}, {"--mlp", m.mlp}};
       for (const auto& [option, value] : shape) app.get_option(option)->default_str(std::to_string(value));
+      app.get_option("--tokenizer-digest")->default_str(settings.tokenizer_digest);
       // An option left out is recorded as key="", which a --config would give as an empty value
       // (refused everywhere): left out of the record instead.
       std::istringstream all(app.config_to_str(true, false));

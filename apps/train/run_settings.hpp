@@ -11,6 +11,7 @@
 
 #include "checkpointing.hpp"
 #include "model_options.hpp"
+#include "tokenizer.hpp"
 
 #include <optional>
 #include <string>
@@ -30,13 +31,14 @@ struct run_settings {
   int keep_checkpoints = 3;
   run_request request;
   bool diagnose = false, overwrite_checkpoints = false;
-  std::string recompute = "none";           ///< --recompute, parsed into train.recompute
-  std::string tokenizer, tokenizer_digest;  ///< --tokenizer, and the digest the run records
-  bool vocab_given = false;                 ///< --vocab, --preset or --init-from-llmc set the vocabulary
-  std::string init_from_llmc;               ///< --init-from-llmc: an llm.c model file to start from
-  bool shape_given = false;                 ///< a model option (--preset, --layers, ...) was on the command line
-  std::optional<llmc_model> imported;       ///< the file's weights, read while validating
-  checkpoint_read_options reading;          ///< what --resume accepts beyond a fully verifiable file
+  std::string recompute = "none";              ///< --recompute, parsed into train.recompute
+  std::string tokenizer, tokenizer_digest;     ///< --tokenizer, and the digest the run records
+  std::optional<kamp::app::tokenizer> pieces;  ///< --tokenizer, loaded while validating
+  bool vocab_given = false;                    ///< --vocab, --preset or --init-from-llmc set the vocabulary
+  std::string init_from_llmc;                  ///< --init-from-llmc: an llm.c model file to start from
+  bool shape_given = false;                    ///< a model option (--preset, --layers, ...) was on the command line
+  std::optional<llmc_model> imported;          ///< the file's weights, read while validating
+  checkpoint_read_options reading;             ///< what --resume accepts beyond a fully verifiable file
   std::string gradient_reduction = "fp32";
   std::string sharding = "optimizer";
   bool reshard_after_forward = true;

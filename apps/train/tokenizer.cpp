@@ -14,17 +14,10 @@
 
 namespace kamp::app {
 
-using kamp::special_file_kind;
-
 #ifdef KAMP_HAVE_SENTENCEPIECE
-struct tokenizer::model {
-  sentencepiece::SentencePieceProcessor processor;
-};
-#else
-struct tokenizer::model {};
-#endif
+namespace {
 
-std::string tokenizer::file_digest(const std::string& path) {
+std::string file_digest(const std::string& path) {
   if (const std::string kind = special_file_kind(path); !kind.empty())
     throw std::runtime_error("tokenizer: '" + path + "' is " + kind + ", not a SentencePiece model file");
   std::ifstream in(path, std::ios::binary);
@@ -42,13 +35,14 @@ std::string tokenizer::file_digest(const std::string& path) {
   return text;
 }
 
-bool tokenizer::available() {
-#ifdef KAMP_HAVE_SENTENCEPIECE
-  return true;
+}  // namespace
+
+struct tokenizer::model {
+  sentencepiece::SentencePieceProcessor processor;
+};
 #else
-  return false;
+struct tokenizer::model {};
 #endif
-}
 
 tokenizer::tokenizer(const std::string& path) : path_(path) {
 #ifdef KAMP_HAVE_SENTENCEPIECE

@@ -26,10 +26,6 @@ class tokenizer {
   const std::string& path() const { return path_; }
   /// What identifies the file's content: "fnv1a64:" and 16 hex digits of its bytes.
   const std::string& digest() const { return digest_; }
-  /// Whether this kamp was built with SentencePiece.
-  static bool available();
-  /// file_digest(path): the digest of any file, without loading it as a model.
-  static std::string file_digest(const std::string& path);
 
  private:
   struct model;

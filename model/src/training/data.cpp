@@ -235,17 +235,17 @@ token_file map_token_file(token_dataset::storage& st, const std::filesystem::pat
   return {reinterpret_cast<const std::uint16_t*>(base), bytes / 2, 0, false};
 }
 
-// The first token at or above `vocab`, or none.
-std::optional<std::size_t> first_outside(const std::uint16_t* tokens, std::size_t count, int vocab) {
-  const auto limit = std::uint32_t(vocab);
-  for (std::size_t i = 0; i < count; ++i)
-    if (tokens[i] >= limit) return i;
-  return std::nullopt;
+// The largest id (0 for none): one pass over a file is both its vocabulary check and its share
+// of max_token().
+std::uint16_t largest(const std::uint16_t* tokens, std::size_t count) {
+  std::uint16_t top = 0;
+  for (std::size_t i = 0; i < count; ++i) top = std::max(top, tokens[i]);
+  return top;
 }
 
 int largest(const std::vector<token_segment>& segments) {
   std::uint16_t top = 0;
-  for (const token_segment& s : segments) top = std::max(top, *std::max_element(s.tokens, s.tokens + s.size));
+  for (const token_segment& s : segments) top = std::max(top, largest(s.tokens, s.size));
   return top;
 }
 
@@ -340,7 +340,7 @@ void token_dataset::split_owned(std::vector<std::uint16_t> tokens, double valida
                                 "; with validation fraction " + std::to_string(validation_fraction) +
                                 " each part needs at least context + 1 = " + std::to_string(need) + " " + unit +
                                 ". Use a longer text or a shorter context");
-  max_token_ = n == 0 ? 0 : std::max(largest(train_), largest(validation_));
+  max_token_ = std::max(largest(train_), largest(validation_));
 }
 
 token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context, int vocab) {
@@ -367,11 +367,16 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
   bool all_llmc = true, any_llmc = false;
   for (const auto& f : files) {
     const token_file t = map_token_file(*st, f);
-    if (const auto bad = first_outside(t.tokens, t.count, vocab))
-      throw std::runtime_error("--data: token " + std::to_string(t.tokens[*bad]) + " at byte offset " +
-                               std::to_string(t.header_bytes + 2 * *bad) + " of '" + f.string() +
+    const std::uint16_t top = largest(t.tokens, t.count);
+    out.max_token_ = std::max(out.max_token_, int(top));
+    if (top >= vocab) {
+      const std::size_t bad = std::size_t(
+          std::find_if(t.tokens, t.tokens + t.count, [&](std::uint16_t id) { return id >= vocab; }) - t.tokens);
+      throw std::runtime_error("--data: token " + std::to_string(t.tokens[bad]) + " at byte offset " +
+                               std::to_string(t.header_bytes + 2 * bad) + " of '" + f.string() +
                                "' is outside the model's vocabulary [0, " + std::to_string(vocab) +
                                "): give --vocab as the tokenizer's size (50257 for GPT-2's, or --preset gpt2-124m)");
+    }
     all_llmc = all_llmc && t.llmc;
     any_llmc = any_llmc || t.llmc;
     (names_validation(f) ? named_validation : named_train).push_back({t.tokens, t.count});
@@ -397,7 +402,6 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
                                " tokens and no file in it holds context + 1 = " + std::to_string(context + 1) +
                                " of them: give more data" + (by_name ? "" : ", a larger --validation-fraction") +
                                " or a shorter --context");
-  out.max_token_ = std::max(largest(out.train_), largest(out.validation_));
   return out;
 }
 
