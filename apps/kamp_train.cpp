@@ -125,6 +125,11 @@ void add_checkpoint_options(CLI::App& app, run_settings& s) {
       ->capture_default_str();
   app.add_option("--keep-checkpoints", s.keep_checkpoints, "Newest checkpoints kept in --checkpoint-dir")
       ->capture_default_str();
+  app.add_option("--time-limit", s.time_limit_text,
+                 "Stop with a checkpoint (exit 0) while the next steps, a checkpoint and the exit still fit before: "
+                 "auto (the Slurm job's end, from SLURM_JOB_END_TIME or squeue), a duration from the start (90s, "
+                 "30m, 2h) or none")
+      ->capture_default_str();
 }
 
 // What the precision rules judge beyond the mode (kamp::run_request).
@@ -287,6 +292,9 @@ void validate(run_settings& s, const kamp::dist::communicator& ranks) {
   check_precision_rules(s);
   check_reporting_options(s);
   s.periodic_checkpoints = kamp::app::checkpoint_interval::parse(s.checkpoint_every);
+  s.job = kamp::app::slurm_job::from_environment();
+  // Rank 0 decides when the time is up (the others follow it): only it asks the scheduler.
+  if (ranks.rank() == 0) s.deadline = kamp::app::time_limit::parse(s.time_limit_text, s.job);
 }
 
 // A new run must not mix its checkpoints with another run's: --resume auto would pick theirs.
@@ -344,6 +352,14 @@ void print_banner(const run_settings& s, kamp::trainer& trainer, const kamp::tok
   std::printf("  Kokkos execution space: %s, concurrency %d\n", Kokkos::DefaultExecutionSpace::name(),
               Kokkos::DefaultExecutionSpace().concurrency());
   for (const std::string& line : kamp::gemm_paths(s.policy)) std::printf("  GEMMs %s\n", line.c_str());
+  if (s.job) std::printf("  %s\n", s.job->describe().c_str());
+  if (s.deadline.set())
+    std::printf(
+        "  time limit %s: the run stops with a checkpoint while the next steps, a checkpoint and %.0f s "
+        "still fit (%.0f s left now)\n",
+        s.deadline.description().c_str(), kamp::app::time_limit::exit_seconds, s.deadline.seconds_left());
+  else if (s.time_limit_text == "auto")
+    std::printf("  time limit auto: the Slurm job has none\n");
   if (ranks.distributed())
     std::printf(
         "  data parallel: %d MPI ranks x batch %d = %d sequences per micro-batch; sharding %s: each rank "
@@ -421,8 +437,8 @@ void summarize(const run_settings& s, kamp::trainer& trainer, const kamp::app::t
     final_loss += record.losses[i] / double(tail);
   const double final_validation = record.validation.value_or(trainer.validation_loss(s.eval_batches));
   const double tokens_per_s = median(record.tokens_per_s);
-  std::printf("done: %d steps (%d skipped) in %.1f s, median %.0f tokens/s\n", s.train.steps, record.skipped,
-              record.seconds, tokens_per_s);
+  std::printf("done: %d steps (%d skipped) in %.1f s, median %.0f tokens/s%s\n", s.train.steps, record.skipped,
+              record.seconds, tokens_per_s, s.job ? ("; " + s.job->describe()).c_str() : "");
   std::printf("  train loss %.4f (step %lld) -> %.4f (mean of last %zu); validation loss %.4f -> %.4f\n",
               record.first_loss, static_cast<long long>(record.first_step), final_loss, tail, record.initial_validation,
               final_validation);
@@ -452,6 +468,11 @@ void summarize(const run_settings& s, kamp::trainer& trainer, const kamp::app::t
                             {"checkpoint_read_seconds",
                              checkpoint_read_seconds ? nlohmann::json(*checkpoint_read_seconds) : nlohmann::json()},
                             {"memory_bytes", memory_use},
+                            {"slurm", s.job ? nlohmann::json{{"job_id", s.job->id},
+                                                             {"array_job_id", s.job->array_job_id},
+                                                             {"array_task_id", s.job->array_task_id},
+                                                             {"restart_count", s.job->restart_count}}
+                                            : nlohmann::json()},
                             {"seconds", record.seconds}});
 }
 
@@ -460,6 +481,9 @@ int train(run_settings& s, const std::function<std::string()>& run_config, const
   // Rank 0 reports; the other ranks' standard output would repeat it (errors still reach stderr).
   if (ranks.rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
     throw std::runtime_error("cannot silence the standard output of rank " + std::to_string(ranks.rank()));
+  // From the start: a stop signal during the setup stops the run at its first look, instead of
+  // killing the process (Slurm may signal a requeued job soon after it starts).
+  const kamp::app::stop_request stop;
   validate(s, ranks);
   const kamp::checkpoint_directory checkpoints = prepare_checkpoint_directory(s, ranks);
   const kamp::token_dataset data = load_data(s);
@@ -486,15 +510,21 @@ int train(run_settings& s, const std::function<std::string()>& run_config, const
     finish_without_training(s, trainer, writer, resume_seconds.has_value());
     return 0;
   }
-  const kamp::app::stop_request stop;
+  const std::int64_t first_step = trainer.steps_taken();
   const kamp::app::training_record record =
       kamp::app::run_training_loop(trainer, s, data, writer, metrics ? &*metrics : nullptr, stop);
   if (metrics) metrics->close();
   if (record.stopped_by) {
-    writer.save_if_new(kamp::app::stop_request::name(record.stopped_by));
-    std::printf("stopped by %s after step %lld of %d; checkpoint in '%s': continue with --resume auto\n",
-                kamp::app::stop_request::name(record.stopped_by), static_cast<long long>(trainer.steps_taken()),
-                s.train.steps, s.checkpoint_dir.c_str());
+    const std::string cause = kamp::app::stop_cause(record.stopped_by);
+    // A job requeued with too little time would stop again at once, forever.
+    if (record.stopped_by == kamp::app::stopped_by_time_limit && trainer.steps_taken() == first_step)
+      throw std::runtime_error("--time-limit " + s.time_limit_text + ": " + std::to_string(int(record.seconds_left)) +
+                               " s are left, too few for a step, a checkpoint and the exit: give the job more time "
+                               "(sbatch --time) or a later --time-limit");
+    writer.save_if_new(cause.c_str());
+    std::printf("stopped by %s after step %lld of %d%s; checkpoint in '%s': continue with --resume auto\n",
+                cause.c_str(), static_cast<long long>(trainer.steps_taken()), s.train.steps,
+                s.job ? (" (" + s.job->describe() + ")").c_str() : "", s.checkpoint_dir.c_str());
     return 0;
   }
   writer.save_if_new("final");

@@ -66,8 +66,10 @@ mkdir -p "$KAMP_CACHE_DIR/ccache-sid-$kamp_cpu_kind"
 kamp_bind "$KAMP_CACHE_DIR/ccache-sid-$kamp_cpu_kind" "$root/ccache"
 
 # build_and_test NAME WHAT LIBRARY-PATH CMAKE-ARGS...: a clean build of this clone in /build/NAME,
-# then every test but `long` and `stress` (and the ctest arguments given to this script), with
-# LIBRARY-PATH (may be empty) as LD_LIBRARY_PATH, as a cluster's module would set it.
+# then every test but `long`, `stress` and `slurm` (and the ctest arguments given to this script),
+# with LIBRARY-PATH (may be empty) as LD_LIBRARY_PATH, as a cluster's module would set it. The
+# `slurm` tests run on the host (Debian 12's Slurm): they test the job scripts and the
+# scheduler, not the toolchain, and one node runs one test cluster at a time.
 build_and_test() {
   local name=$1 what=$2
   local library_path=$3
@@ -79,9 +81,9 @@ build_and_test() {
     || kamp_die "configuring kamp with $what failed" "read CMake's message above"
   in_root env LD_LIBRARY_PATH="$library_path" cmake --build "/build/$name" -j "$KAMP_JOBS" \
     || kamp_die "building kamp with $what failed" "read the compiler's message above"
-  kamp_step "running the tests with $what (ctest -LE 'long|stress' ${ctest_args[*]})"
+  kamp_step "running the tests with $what (ctest -LE 'long|stress|slurm' ${ctest_args[*]})"
   in_root env LD_LIBRARY_PATH="$library_path" OMP_PROC_BIND=spread OMP_PLACES=threads \
-    ctest --test-dir "/build/$name" --output-on-failure -LE 'long|stress' "${ctest_args[@]}" \
+    ctest --test-dir "/build/$name" --output-on-failure -LE 'long|stress|slurm' "${ctest_args[@]}" \
     || kamp_die "tests failed with $what" "rerun: bash tools/check-newest-toolchain.sh -R <test>"
 }
 ctest_args=("$@")

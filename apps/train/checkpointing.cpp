@@ -3,6 +3,7 @@
 #include <kamp/model/dist/agree.hpp>
 
 #include "output_checks.hpp"
+#include "time_limit.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,11 @@ extern "C" void on_stop_signal(int signal) { received = signal; }
 }  // namespace
 
 checkpoint_interval checkpoint_interval::parse(const std::string& text) {
+  checkpoint_interval every;
+  if (const std::optional<double> seconds = parse_duration(text)) {
+    every.seconds = *seconds;
+    return every;
+  }
   const auto bad = [&] {
     return std::invalid_argument("--checkpoint-every '" + text +
                                  "': give steps (500), or a time with unit s, m or h (90s, 30m, 2h); 0 turns it off");
@@ -34,17 +40,8 @@ checkpoint_interval checkpoint_interval::parse(const std::string& text) {
   } catch (const std::exception&) {
     throw bad();
   }
-  const std::string unit = text.substr(used);
-  if (!(value >= 0) || value > 1e12) throw bad();
-  checkpoint_interval every;
-  if (unit.empty()) {
-    if (value != double(std::int64_t(value))) throw bad();
-    every.steps = std::int64_t(value);
-  } else if (unit == "s" || unit == "m" || unit == "h") {
-    every.seconds = value * (unit == "s" ? 1 : unit == "m" ? 60 : 3600);
-  } else {
-    throw bad();
-  }
+  if (used != text.size() || !(value >= 0) || value > 1e12 || value != double(std::int64_t(value))) throw bad();
+  every.steps = std::int64_t(value);
   return every;
 }
 

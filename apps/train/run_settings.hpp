@@ -11,6 +11,8 @@
 
 #include "checkpointing.hpp"
 #include "model_options.hpp"
+#include "slurm_job.hpp"
+#include "time_limit.hpp"
 #include "tokenizer.hpp"
 
 #include <optional>
@@ -28,6 +30,7 @@ struct run_settings {
   double validation_fraction = 0.1;
   int eval_every = 50, eval_batches = 8, log_every = 10, sample_every = 0, sample_tokens = 64;
   std::string checkpoint_dir = "checkpoints", checkpoint_every = "0", resume;
+  std::string time_limit_text = "none";  ///< --time-limit
   int keep_checkpoints = 3;
   run_request request;
   bool diagnose = false, overwrite_checkpoints = false;
@@ -47,6 +50,8 @@ struct run_settings {
   kamp::sharding sharding_level = kamp::sharding::optimizer;  ///< from `sharding`
   dtype gradient_dtype = dtype::fp32;                         ///< from `gradient_reduction`
   checkpoint_interval periodic_checkpoints;                   ///< from `checkpoint_every`
+  std::optional<slurm_job> job;                               ///< from the environment
+  kamp::app::time_limit deadline;                             ///< from `time_limit` (and `job`)
 };
 
 }  // namespace kamp::app

@@ -70,6 +70,7 @@ class training_loop {
   void take(const step_report& r);
   void call_the_doctor(const std::string& why);
   void sample_and_checkpoint_if_due();
+  int stop_cause();
 
   trainer& trainer_;
   const run_settings& s_;
@@ -83,13 +84,13 @@ class training_loop {
   training_record record_;
   std::int64_t taken_ = 0;  ///< optimizer steps taken, those of the resumed run included
   int consecutive_skips_ = 0;
+  double longest_step_ = 0;  ///< seconds, for the time --time-limit keeps before its end
 };
 
 training_record training_loop::run() {
   record_.first_step = trainer_.attempts() + 1;
   record_.initial_validation = trainer_.validation_loss(s_.eval_batches);
-  // Ranks stop together: at the first step after any of them received a signal.
-  record_.stopped_by = ranks_.max(stop_.signal());
+  record_.stopped_by = stop_cause();
   // Steps are launched in runs up to the next point where the host must look and their reports
   // read together: the steps of a run never wait for the host. A skipped step only ends a run
   // before that point, never after.
@@ -100,10 +101,24 @@ training_record training_loop::run() {
     const std::vector<step_report> reports = trainer_.reports();
     for (const auto& r : reports) take(r);
     if (!reports.back().skipped) sample_and_checkpoint_if_due();
-    record_.stopped_by = ranks_.max(stop_.signal());
+    // A signal during the last steps comes too late to stop anything: the run is done.
+    if (taken_ < s_.train.steps) record_.stopped_by = stop_cause();
   }
   bar_.finish();
   return std::move(record_);
+}
+
+// Ranks stop together: at the first look after any of them received a signal, or when rank 0
+// (whose clock decides) sees the time limit too near for the next run of steps and a checkpoint.
+int training_loop::stop_cause() {
+  int cause = stop_.signal();
+  if (!cause && ranks_.rank() == 0 && s_.deadline.set()) {
+    const double checkpoint = checkpoints_.last_save_seconds() > 0 ? checkpoints_.last_save_seconds() : longest_step_;
+    record_.seconds_left = s_.deadline.seconds_left();
+    if (record_.seconds_left < time_limit::reserve(double(steps_to_next_look()) * longest_step_, checkpoint))
+      cause = stopped_by_time_limit;
+  }
+  return ranks_.max(cause);
 }
 
 // Steps to a log line, a validation, a sample, a checkpoint by steps or the end, whichever comes first.
@@ -117,6 +132,7 @@ std::int64_t training_loop::steps_to_next_look() const {
 void training_loop::take(const step_report& r) {
   taken_ += r.skipped ? 0 : 1;
   record_.seconds += r.seconds;
+  longest_step_ = std::max(longest_step_, r.seconds);
   if (r.step == record_.first_step) record_.first_loss = r.loss;
   record_.skipped += r.skipped;
   consecutive_skips_ = r.skipped ? consecutive_skips_ + 1 : 0;
@@ -168,6 +184,10 @@ void training_loop::sample_and_checkpoint_if_due() {
 }
 
 }  // namespace
+
+std::string stop_cause(int stopped_by) {
+  return stopped_by == stopped_by_time_limit ? "the time limit" : stop_request::name(stopped_by);
+}
 
 training_record run_training_loop(trainer& t, const run_settings& s, const token_dataset& data,
                                   checkpoint_writer& checkpoints, metrics_writer* metrics, const stop_request& stop) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kamp::app {
@@ -24,10 +25,19 @@ struct training_record {
   std::optional<double> validation;  ///< the validation loss after the last step, if it had one
   double seconds = 0;                ///< spent in the steps
   int skipped = 0;                   ///< attempts skipped for inf/NaN gradients
-  int stopped_by = 0;                ///< the stop signal that ended the loop; 0: it reached --steps
+  int stopped_by = 0;       ///< the stop signal that ended the loop, or stopped_by_time_limit; 0: it reached --steps
+  double seconds_left = 0;  ///< when stopped_by_time_limit: the time left to the limit (rank 0's)
 };
 
-/// Trains from the trainer's position up to --steps, or until a stop signal reaches any rank.
+/// training_record::stopped_by when --time-limit ended the loop (above every signal number, so
+/// that the ranks agree on the cause with a maximum).
+constexpr int stopped_by_time_limit = 1 << 16;
+
+/// "SIGUSR1", "the time limit".
+std::string stop_cause(int stopped_by);
+
+/// Trains from the trainer's position up to --steps, until a stop signal reaches any rank, or
+/// until --time-limit leaves only the time for the next steps, a checkpoint and the exit.
 /// Along the way: the progress line, validation passes, samples, --metrics rows (`metrics`,
 /// null for none), periodic checkpoints, and the precision doctor (or the way to call it) when
 /// the loss watch fires. Throws after 50 consecutive skipped steps. Collective over the

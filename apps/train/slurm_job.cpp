@@ -1,0 +1,86 @@
+#include "slurm_job.hpp"
+
+#include <sys/wait.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <stdexcept>
+
+namespace kamp::app {
+
+namespace {
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+bool all_digits(const std::string& text) {
+  if (text.empty() || text.size() > 18) return false;
+  for (char c : text)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+// The standard output of `command` (stderr joined) and its exit status.
+std::pair<std::string, int> run(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return {"cannot start a shell", -1};
+  std::string out;
+  char chunk[256];
+  while (std::fgets(chunk, sizeof chunk, pipe)) out += chunk;
+  const int status = pclose(pipe);
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+}  // namespace
+
+std::optional<slurm_job> slurm_job::from_environment() {
+  slurm_job job;
+  job.id = environment("SLURM_JOB_ID");
+  if (job.id.empty()) return std::nullopt;
+  job.array_job_id = environment("SLURM_ARRAY_JOB_ID");
+  job.array_task_id = environment("SLURM_ARRAY_TASK_ID");
+  const std::string restarts = environment("SLURM_RESTART_COUNT");
+  if (!restarts.empty()) {
+    if (!all_digits(restarts) || restarts.size() > 9)
+      throw std::invalid_argument("SLURM_RESTART_COUNT='" + restarts +
+                                  "' is not a count: Slurm sets it to the job's requeue count (unset it otherwise)");
+    job.restart_count = std::stoi(restarts);
+  }
+  return job;
+}
+
+std::string slurm_job::describe() const {
+  std::string text = "Slurm job " + id;
+  if (!array_task_id.empty()) text += " (array job " + array_job_id + ", task " + array_task_id + ")";
+  return text + ", restart " + std::to_string(restart_count);
+}
+
+std::optional<std::chrono::system_clock::time_point> slurm_job::end_time() const {
+  if (const std::string end = environment("SLURM_JOB_END_TIME"); !end.empty()) {
+    if (!all_digits(end)) throw std::invalid_argument("SLURM_JOB_END_TIME='" + end + "' is not a time in Unix seconds");
+    return std::chrono::system_clock::from_time_t(std::time_t(std::stoll(end)));
+  }
+  if (!all_digits(id)) throw std::invalid_argument("SLURM_JOB_ID='" + id + "' is not a job id");
+  const auto [out, status] = run("squeue -h -j " + id + " -o %e");
+  if (status != 0)
+    throw std::runtime_error("--time-limit auto: 'squeue -h -j " + id + " -o %e' failed (" +
+                             (out.empty() ? "exit status " + std::to_string(status) : out) +
+                             "): give the time limit as a duration (--time-limit 2h) instead");
+  // Slurm prints local time, "2026-12-03T11:20:00"; a job without a limit has none to print.
+  std::tm local{};
+  const char* rest = strptime(out.c_str(), "%Y-%m-%dT%H:%M:%S", &local);
+  if (!rest || *rest != '\0') {
+    if (out == "N/A" || out == "NONE" || out == "Unknown" || out == "UNLIMITED") return std::nullopt;
+    throw std::runtime_error("--time-limit auto: squeue gave the end of job " + id + " as '" + out +
+                             "', not a time: give the time limit as a duration (--time-limit 2h) instead");
+  }
+  local.tm_isdst = -1;
+  return std::chrono::system_clock::from_time_t(std::mktime(&local));
+}
+
+}  // namespace kamp::app
