@@ -91,7 +91,8 @@ start() {
   # limit's SIGTERM and SIGKILL (the site default is 30); CR_Core lets two one-core jobs share
   # the node; MinJobAge keeps finished jobs visible to scontrol for the tests; cred_expire is also
   # the wait before a requeued job starts again (the site default is 120 s); the schedulers look
-  # every 2 s (the defaults are 30 and 60 s).
+  # every 2 s (the defaults are 30 and 60 s); config_overrides: slurmd takes the node's CPUs from
+  # this file, not from /sys (a chroot may not have it).
   cat > "$conf" << EOF
 ClusterName=kamp-test
 SlurmctldHost=$host(127.0.0.1)
@@ -117,6 +118,7 @@ JobCompLoc=$dir/jobcomp.txt
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 ReturnToService=2
+SlurmdParameters=config_overrides
 KillWait=10
 MinJobAge=600
 InactiveLimit=0
