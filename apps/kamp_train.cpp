@@ -510,20 +510,24 @@ int train(run_settings& s, const std::function<std::string()>& run_config, const
     finish_without_training(s, trainer, writer, resume_seconds.has_value());
     return 0;
   }
-  const std::int64_t first_step = trainer.steps_taken();
+  const std::int64_t first_attempt = trainer.attempts();
   const kamp::app::training_record record =
       kamp::app::run_training_loop(trainer, s, data, writer, metrics ? &*metrics : nullptr, stop);
   if (metrics) metrics->close();
   if (record.stopped_by) {
-    const std::string cause = kamp::app::stop_cause(record.stopped_by);
+    const std::string cause = kamp::app::stop_cause_name(record.stopped_by);
     // A job requeued with too little time would stop again at once, forever.
-    if (record.stopped_by == kamp::app::stopped_by_time_limit && trainer.steps_taken() == first_step)
-      throw std::runtime_error("--time-limit " + s.time_limit_text + ": " + std::to_string(int(record.seconds_left)) +
+    if (record.stopped_by == kamp::app::stopped_by_time_limit && trainer.attempts() == first_attempt)
+      throw std::runtime_error("--time-limit " + s.time_limit_text + ": " +
+                               std::to_string(int(ranks.sum(record.seconds_left))) +
                                " s are left, too few for a step, a checkpoint and the exit: give the job more time "
                                "(sbatch --time) or a later --time-limit");
     writer.save_if_new(cause.c_str());
-    std::printf("stopped by %s after step %lld of %d%s; checkpoint in '%s': continue with --resume auto\n",
-                cause.c_str(), static_cast<long long>(trainer.steps_taken()), s.train.steps,
+    const std::string margin = record.stopped_by == kamp::app::stopped_by_time_limit
+                                   ? " (" + std::to_string(int(record.seconds_left)) + " s before it)"
+                                   : "";
+    std::printf("stopped by %s%s after step %lld of %d%s; checkpoint in '%s': continue with --resume auto\n",
+                cause.c_str(), margin.c_str(), static_cast<long long>(trainer.steps_taken()), s.train.steps,
                 s.job ? (" (" + s.job->describe() + ")").c_str() : "", s.checkpoint_dir.c_str());
     return 0;
   }

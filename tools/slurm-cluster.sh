@@ -25,13 +25,28 @@ fail() {
 
 print_env() {
   echo "export SLURM_CONF=$conf"
-  # Jobs see the submitter's environment: a job started from a ctest run must not think it is one.
-  echo "unset SLURM_JOB_ID SLURM_JOBID SLURM_ARRAY_TASK_ID SLURM_RESTART_COUNT"
+  # Jobs see the submitter's environment: one submitted from inside a real Slurm job must not
+  # take that job's identity or end time.
+  echo "unset SLURM_JOB_ID SLURM_JOBID SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_RESTART_COUNT SLURM_JOB_END_TIME"
 }
 
-# The processes of this cluster's jobs: their environment names its slurm.conf.
+# DIR is removed by stop: only a directory this script made (or none, or an empty one).
+check_dir() {
+  [ ! -e "$dir" ] && return 0
+  [ -d "$dir" ] && [ -z "$(ls -A "$dir")" ] && return 0
+  grep -qx "ClusterName=kamp-test" "$conf" 2> /dev/null && return 0
+  fail "'$dir' is not a test cluster's directory (no slurm.conf of ClusterName=kamp-test): it is left alone" \
+    "give a new or empty directory"
+}
+
+# The processes of this cluster's jobs: a job id in their environment beside its slurm.conf
+# (slurmd passes SLURM_CONF on; a shell of the user's that only exported it has no job id).
 job_processes() {
-  grep -lsxF "SLURM_CONF=$conf" --null-data /proc/[0-9]*/environ 2> /dev/null | cut -d/ -f3 | grep -vx "$$" || true
+  local pid
+  for pid in $(grep -lsxF "SLURM_CONF=$conf" --null-data /proc/[0-9]*/environ 2> /dev/null | cut -d/ -f3); do
+    grep -qsaz '^SLURM_JOB_ID=' "/proc/$pid/environ" && echo "$pid"
+  done
+  return 0
 }
 
 stop() {
@@ -53,7 +68,6 @@ stop() {
       kill -9 "$pid" 2>/dev/null || true
     fi
   done
-  pkill -9 -f "slurmstepd.*$dir" 2> /dev/null || true
   for pid in $(job_processes); do kill -9 "$pid" 2> /dev/null || true; done
   rm -rf "$dir"
 }
@@ -70,12 +84,19 @@ start() {
     command -v "$program" > /dev/null || fail "$program is missing" \
       "run tools/setup.sh (Debian packages slurmctld slurmd slurm-client munge)"
   done
+  # Slurm 22.05's slurmd initializes its cgroup plugin whatever the other plugins are.
+  local cgroup_fs
+  cgroup_fs=$(stat -f -c %T /sys/fs/cgroup 2> /dev/null || echo none)
+  [ "$cgroup_fs" = cgroup2fs ] || [ "$cgroup_fs" = tmpfs ] || fail \
+    "slurmd needs a cgroup file system at /sys/fs/cgroup, and there is none here (a chroot without /sys?)" \
+    "mount it: mount --rbind /sys ROOT/sys before the chroot; or leave the slurm tests out: ctest -LE slurm"
   local port
   for port in 16817 16818; do
     if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       fail "port $port is in use: another test cluster is running" "stop it: $0 stop DIR (its directory)"
     fi
   done
+  check_dir
   stop
   mkdir -p "$dir"/{state,spool,munge}
   chmod 700 "$dir/munge"
@@ -83,8 +104,6 @@ start() {
   host=$(hostname -s)
   cpus=$(nproc)
   memory=$(($(awk '/^MemTotal/ {print $2}' /proc/meminfo) / 1024 * 9 / 10))
-  mungekey --create --keyfile="$dir/munge/munge.key" 2>/dev/null || fail "mungekey could not create a key"
-  chmod 400 "$dir/munge/munge.key"
   # Each setting's reason: proctrack/linuxproc and task/affinity need no cgroups (containers, CI;
   # task/affinity binds each task to its CPUs, as sites do, so OMP_PROC_BIND places threads there);
   # jobcomp/filetxt gives `sacct --completion` without a database; KillWait 10 s between a time
@@ -127,12 +146,14 @@ SchedulerParameters=bf_interval=2,sched_interval=2
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+  mungekey --create --keyfile="$dir/munge/munge.key" 2>/dev/null || fail "mungekey could not create a key"
+  chmod 400 "$dir/munge/munge.key"
   munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
     --pid-file="$dir/munged.pid" --log-file="$dir/munged.log" --seed-file="$dir/munge/seed" \
-    || { daemon_log munged.log; fail "munged did not start" "read its log above"; }
+    || { daemon_log munged.log; stop; fail "munged did not start" "read its log above"; }
   export SLURM_CONF=$conf
-  slurmctld -f "$conf" -i || { daemon_log slurmctld.log; fail "slurmctld did not start" "read its log above"; }
-  slurmd -f "$conf" || { daemon_log slurmd.log; fail "slurmd did not start" "read its log above"; }
+  slurmctld -f "$conf" -i || { daemon_log slurmctld.log; stop; fail "slurmctld did not start" "read its log above"; }
+  slurmd -f "$conf" || { daemon_log slurmd.log; stop; fail "slurmd did not start" "read its log above"; }
   local state=
   for _ in $(seq 150); do
     state=$(sinfo -h -N -o %t 2>/dev/null || true)
@@ -146,8 +167,12 @@ EOF
     fail "the node did not become idle in 30 s (sinfo: '${state:-no answer}')" "read the daemons' logs above"
   fi
   if [ -n "$watch" ]; then
-    # Detached from the caller: stops the cluster once the caller has gone, however it ended.
-    setsid bash -c "while kill -0 $watch 2>/dev/null && [ -d '$dir' ]; do sleep 1; done; '$self' stop '$dir'" \
+    # Detached from the caller: stops the cluster once the caller has gone, however it ended;
+    # not a later cluster in the same directory (its token differs), nor one already stopped.
+    local token=$RANDOM$RANDOM$RANDOM
+    echo "$token" > "$dir/watch-token"
+    setsid bash -c "while kill -0 $watch 2>/dev/null && [ -d '$dir' ]; do sleep 1; done
+      [ \"\$(cat '$dir/watch-token' 2>/dev/null)\" = $token ] && '$self' stop '$dir'" \
       > /dev/null 2>&1 < /dev/null &
   fi
   echo "slurm-cluster: node $host ($cpus CPUs, $memory MB) idle in partition test; SLURM_CONF=$conf"
@@ -155,7 +180,7 @@ EOF
 
 case "$command" in
   start) start "$@" ;;
-  stop) stop ;;
+  stop) check_dir; stop ;;
   env) print_env ;;
   *) echo "usage: $0 start|stop|env DIR [--watch-parent]" >&2; exit 2 ;;
 esac

@@ -58,7 +58,8 @@ stop_request::stop_request() {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESETHAND;
+  // SA_RESTART: the handler is in place during the setup too, whose reads must not fail with EINTR.
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
   for (int i = 0; i < 3; ++i) sigaction(stop_signals[i], &action, &previous_[i]);
 }
 

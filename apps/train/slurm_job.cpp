@@ -66,21 +66,20 @@ std::optional<std::chrono::system_clock::time_point> slurm_job::end_time() const
     return std::chrono::system_clock::from_time_t(std::time_t(std::stoll(end)));
   }
   if (!all_digits(id)) throw std::invalid_argument("SLURM_JOB_ID='" + id + "' is not a job id");
-  const auto [out, status] = run("squeue -h -j " + id + " -o %e");
+  // Unix seconds, whatever time format the user's environment asks squeue for, with no
+  // daylight-saving ambiguity.
+  const std::string command = "SLURM_TIME_FORMAT=%s squeue -h -j " + id + " -o %e";
+  const auto [out, status] = run(command);
   if (status != 0)
-    throw std::runtime_error("--time-limit auto: 'squeue -h -j " + id + " -o %e' failed (" +
+    throw std::runtime_error("--time-limit auto: '" + command + "' failed (" +
                              (out.empty() ? "exit status " + std::to_string(status) : out) +
                              "): give the time limit as a duration (--time-limit 2h) instead");
-  // Slurm prints local time, "2026-12-03T11:20:00"; a job without a limit has none to print.
-  std::tm local{};
-  const char* rest = strptime(out.c_str(), "%Y-%m-%dT%H:%M:%S", &local);
-  if (!rest || *rest != '\0') {
-    if (out == "N/A" || out == "NONE" || out == "Unknown" || out == "UNLIMITED") return std::nullopt;
-    throw std::runtime_error("--time-limit auto: squeue gave the end of job " + id + " as '" + out +
-                             "', not a time: give the time limit as a duration (--time-limit 2h) instead");
-  }
-  local.tm_isdst = -1;
-  return std::chrono::system_clock::from_time_t(std::mktime(&local));
+  // The last line: a warning on stderr may come before it.
+  const std::string end = out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
+  if (all_digits(end)) return std::chrono::system_clock::from_time_t(std::time_t(std::stoll(end)));
+  if (end == "N/A" || end == "NONE" || end == "Unknown" || end == "UNLIMITED") return std::nullopt;
+  throw std::runtime_error("--time-limit auto: squeue gave the end of job " + id + " as '" + out +
+                           "', not a time: give the time limit as a duration (--time-limit 2h) instead");
 }
 
 }  // namespace kamp::app

@@ -24,7 +24,8 @@ struct slurm_job {
   std::string describe() const;
 
   /// When the job's time limit ends, as the scheduler says: SLURM_JOB_END_TIME (Unix seconds;
-  /// Slurm 23.02 and newer set it), else `squeue -h -j ID -o %e` (Slurm 22.05 has no variable).
+  /// Slurm 23.02 and newer set it), else `squeue -h -j ID -o %e` with SLURM_TIME_FORMAT=%s
+  /// (Slurm 22.05 has no variable).
   /// None when the job has no time limit. Throws when neither source answers.
   std::optional<std::chrono::system_clock::time_point> end_time() const;
 };

@@ -21,6 +21,9 @@ class time_limit {
   /// The seconds kept for the exit beyond the next steps and the checkpoint (MPI_Finalize,
   /// the job's epilogue, clock differences between the node and the controller).
   static constexpr double exit_seconds = 10;
+  /// Before a run's first checkpoint write its duration is unknown: a checkpoint's bytes at this
+  /// pace (one writer on a busy shared file system; slow on purpose) stand in for it.
+  static constexpr double assumed_write_bytes_per_second = 100e6;
 
   /// "none", a duration from now ("90s", "30m", "2h"), or "auto": the end of `job` (none
   /// outside Slurm is an error; a job without a limit has none). Throws on anything else.

@@ -9,6 +9,7 @@
 #include "output_checks.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,7 @@ class training_loop {
   void call_the_doctor(const std::string& why);
   void sample_and_checkpoint_if_due();
   int stop_cause();
+  double checkpoint_seconds_estimate() const;
 
   trainer& trainer_;
   const run_settings& s_;
@@ -84,7 +86,7 @@ class training_loop {
   training_record record_;
   std::int64_t taken_ = 0;  ///< optimizer steps taken, those of the resumed run included
   int consecutive_skips_ = 0;
-  double longest_step_ = 0;  ///< seconds, for the time --time-limit keeps before its end
+  double step_seconds_ = 0;  ///< wall seconds per step of the last look, for --time-limit
 };
 
 training_record training_loop::run() {
@@ -96,11 +98,16 @@ training_record training_loop::run() {
   // before that point, never after.
   taken_ = trainer_.steps_taken();
   while (taken_ < s_.train.steps && !record_.stopped_by) {
+    const auto start = std::chrono::steady_clock::now();
     const std::int64_t run = steps_to_next_look();
     for (std::int64_t i = 0; i < run; ++i) trainer_.advance();
     const std::vector<step_report> reports = trainer_.reports();
     for (const auto& r : reports) take(r);
     if (!reports.back().skipped) sample_and_checkpoint_if_due();
+    // Everything between two looks counts (validation, samples, periodic checkpoints), not
+    // only the steps; the last look, not the slowest: the first step's warm-up would inflate it.
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    step_seconds_ = seconds / double(run);
     // A signal during the last steps comes too late to stop anything: the run is done.
     if (taken_ < s_.train.steps) record_.stopped_by = stop_cause();
   }
@@ -113,12 +120,20 @@ training_record training_loop::run() {
 int training_loop::stop_cause() {
   int cause = stop_.signal();
   if (!cause && ranks_.rank() == 0 && s_.deadline.set()) {
-    const double checkpoint = checkpoints_.last_save_seconds() > 0 ? checkpoints_.last_save_seconds() : longest_step_;
     record_.seconds_left = s_.deadline.seconds_left();
-    if (record_.seconds_left < time_limit::reserve(double(steps_to_next_look()) * longest_step_, checkpoint))
+    if (record_.seconds_left <
+        time_limit::reserve(double(steps_to_next_look()) * step_seconds_, checkpoint_seconds_estimate()))
       cause = stopped_by_time_limit;
   }
   return ranks_.max(cause);
+}
+
+// The last write's duration; before the first, the larger of a step's time and the file's size
+// at a slow shared file system's pace.
+double training_loop::checkpoint_seconds_estimate() const {
+  if (checkpoints_.last_save_seconds() > 0) return checkpoints_.last_save_seconds();
+  const double bytes = double(checkpoint_tensor_bytes(s_.model, s_.policy));
+  return std::max(step_seconds_, bytes / time_limit::assumed_write_bytes_per_second);
 }
 
 // Steps to a log line, a validation, a sample, a checkpoint by steps or the end, whichever comes first.
@@ -126,13 +141,15 @@ std::int64_t training_loop::steps_to_next_look() const {
   std::int64_t run = std::min<std::int64_t>(s_.train.steps - taken_, s_.log_every - taken_ % s_.log_every);
   if (s_.eval_every > 0) run = std::min<std::int64_t>(run, s_.eval_every - taken_ % s_.eval_every);
   if (s_.sample_every > 0) run = std::min<std::int64_t>(run, s_.sample_every - taken_ % s_.sample_every);
+  // Under a time limit the first look comes after one step: until then no step time is known.
+  // Every rank knows the option (only rank 0 knows the limit), so the runs stay the same length.
+  if (s_.time_limit_text != "none" && step_seconds_ == 0) run = 1;
   return std::min(run, s_.periodic_checkpoints.steps_until_due(taken_));
 }
 
 void training_loop::take(const step_report& r) {
   taken_ += r.skipped ? 0 : 1;
   record_.seconds += r.seconds;
-  longest_step_ = std::max(longest_step_, r.seconds);
   if (r.step == record_.first_step) record_.first_loss = r.loss;
   record_.skipped += r.skipped;
   consecutive_skips_ = r.skipped ? consecutive_skips_ + 1 : 0;
@@ -185,7 +202,7 @@ void training_loop::sample_and_checkpoint_if_due() {
 
 }  // namespace
 
-std::string stop_cause(int stopped_by) {
+std::string stop_cause_name(int stopped_by) {
   return stopped_by == stopped_by_time_limit ? "the time limit" : stop_request::name(stopped_by);
 }
 

@@ -34,7 +34,7 @@ struct training_record {
 constexpr int stopped_by_time_limit = 1 << 16;
 
 /// "SIGUSR1", "the time limit".
-std::string stop_cause(int stopped_by);
+std::string stop_cause_name(int stopped_by);
 
 /// Trains from the trainer's position up to --steps, until a stop signal reaches any rank, or
 /// until --time-limit leaves only the time for the next steps, a checkpoint and the exit.

@@ -33,8 +33,9 @@ expect "--time-limit of no unit" 1 "--time-limit '90': give auto \(the Slurm job
 # a limit, and a squeue that fails, with its own message and the way out.
 mkdir bin
 squeue_says() { printf '#!/bin/sh\n%s\n' "$1" > bin/squeue && chmod +x bin/squeue; }
-end=$(date -d @$(($(date +%s) + 3600)) +%Y-%m-%dT%H:%M:%S)
-squeue_says "[ \"\$*\" = '-h -j 77 -o %e' ] && echo $end"
+epoch=$(($(date +%s) + 3600))
+end=$(date -d @$epoch +%Y-%m-%dT%H:%M:%S)
+squeue_says "[ \"\$SLURM_TIME_FORMAT \$*\" = '%s -h -j 77 -o %e' ] && echo 'squeue: warning: a note' >&2 && echo $epoch"
 expect "--time-limit auto from squeue" 0 "time limit at $end \(the end of Slurm job 77, from squeue\).*done: 2 steps" \
   env SLURM_JOB_ID=77 PATH="$scratch/bin:$PATH" "$train" "${tiny[@]}" --steps 2 --time-limit auto --checkpoint-dir "$(ck)"
 squeue_says "echo N/A"
@@ -42,7 +43,7 @@ expect "--time-limit auto in a job without a limit" 0 "time limit auto: the Slur
   env SLURM_JOB_ID=77 PATH="$scratch/bin:$PATH" "$train" "${tiny[@]}" --steps 2 --time-limit auto --checkpoint-dir "$(ck)"
 squeue_says "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1"
 expect "--time-limit auto when squeue fails" 1 \
-  "--time-limit auto: 'squeue -h -j 77 -o %e' failed \(slurm_load_jobs error: Unable to contact slurm controller\): give the time limit as a duration" \
+  "--time-limit auto: 'SLURM_TIME_FORMAT=%s squeue -h -j 77 -o %e' failed \(slurm_load_jobs error: Unable to contact slurm controller\): give the time limit as a duration" \
   env SLURM_JOB_ID=77 PATH="$scratch/bin:$PATH" "$train" "${tiny[@]}" --steps 2 --time-limit auto --checkpoint-dir "$(ck)"
 expect "a malformed SLURM_JOB_END_TIME" 1 "SLURM_JOB_END_TIME='soon' is not a time in Unix seconds" \
   env SLURM_JOB_ID=77 SLURM_JOB_END_TIME=soon "$train" "${tiny[@]}" --steps 2 --time-limit auto --checkpoint-dir "$(ck)"
@@ -50,7 +51,7 @@ expect "a malformed SLURM_JOB_END_TIME" 1 "SLURM_JOB_END_TIME='soon' is not a ti
 # keeps 10 s for the exit and twice the next steps and a checkpoint).
 dir=$(ck)
 expect "--time-limit auto from SLURM_JOB_END_TIME" 0 \
-  "time limit at .* \(the end of Slurm job 77, from SLURM_JOB_END_TIME\).*checkpoint \(the time limit\): .*stopped by the time limit after step [1-9][0-9]* of 1000000 \(Slurm job 77, restart 0\)" \
+  "time limit at .* \(the end of Slurm job 77, from SLURM_JOB_END_TIME\).*checkpoint \(the time limit\): .*stopped by the time limit \\([0-9]+ s before it\\) after step [1-9][0-9]* of 1000000 \(Slurm job 77, restart 0\)" \
   env SLURM_JOB_ID=77 SLURM_JOB_END_TIME=$(($(date +%s) + 14)) "$train" "${tiny[@]}" --steps 1000000 \
   --time-limit auto --checkpoint-dir "$dir"
 expect "a resumed run with too little time left" 1 \

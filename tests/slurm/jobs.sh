@@ -13,7 +13,7 @@ model=(--layers 2 --heads 2 --d-model 64 --mlp 128 --context 32 --batch 8 --eval
 export OMP_PROC_BIND=false KAMP_BIN=$bin
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 # A test that fails leaves no job behind to hold the node's CPUs for the next one.
-trap 'jobs=$(squeue -h -o %A 2> /dev/null || true); [ -z "$jobs" ] || scancel $jobs' EXIT
+trap 'jobs=$(squeue -h -o %A 2> /dev/null || true); [ -z "$jobs" ] || scancel $jobs 2> /dev/null || true' EXIT
 
 fail() {
   echo "FAIL: $*" >&2

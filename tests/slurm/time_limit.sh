@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A job's time limit, the way Slurm ends it: examples/slurm/train.sbatch with --time=1 (a minute)
 # and about 65 s of training, so it cannot finish in one job.
-# - With --signal=USR1@20 (Slurm sends it 20 to 80 s before the end: it looks every 30 s):
+# - With --signal=USR1@25 (Slurm sends it 25 to 85 s before the end: it looks every 30 s, so
+#   5 to 35 s into a one-minute job, before --time-limit auto's stop at about 47 s):
 #   kamp-train stops at SIGUSR1 with a checkpoint and exits 0, the job requeues itself, the next
 #   start (SLURM_RESTART_COUNT 1) resumes; the job completes with exit code 0.
 # - The same script without its --signal line: --time-limit auto alone stops it before the end.
@@ -12,7 +13,7 @@ echo "$steps steps (about 65 s on one CPU)"
 args=("${model[@]}" --log-every 1000)
 grep -v '^#SBATCH --signal' "$examples/train.sbatch" > "$work/without-signal.sbatch"
 export KAMP_STEPS=$steps
-signal=$(KAMP_CHECKPOINT_DIR=$work/signal sbatch --parsable --time=1 --signal=USR1@20 --cpus-per-task=1 \
+signal=$(KAMP_CHECKPOINT_DIR=$work/signal sbatch --parsable --time=1 --signal=USR1@25 --cpus-per-task=1 \
   --output="$work/signal.out" "$examples/train.sbatch" "${args[@]}")
 limit=$(KAMP_CHECKPOINT_DIR=$work/limit sbatch --parsable --time=1 --cpus-per-task=1 --output="$work/limit.out" \
   "$work/without-signal.sbatch" "${args[@]}")
@@ -38,7 +39,7 @@ grep -Eq "^done: $steps steps .*; Slurm job $signal, restart [1-9]" "$out" || fa
 out=$work/limit.out
 grep -q "time limit at .* (the end of Slurm job $limit, from squeue)" "$out" || fail "no end time from squeue"
 grep -q "SIGUSR1" "$out" && fail "job $limit got SIGUSR1 without --signal"
-grep -Eq "^stopped by the time limit after step [0-9]+ of $steps \(Slurm job $limit, restart 0\)" "$out" ||
+grep -Eq "^stopped by the time limit \([0-9]+ s before it\) after step [0-9]+ of $steps \(Slurm job $limit, restart 0\)" "$out" ||
   fail "job $limit was not stopped by --time-limit auto"
 grep -Eq "resumed from '.*/limit/step-[0-9]+.h5'" "$out" || fail "job $limit did not resume"
 same_checkpoints "$work/straight/$final" "$work/signal/$final"
