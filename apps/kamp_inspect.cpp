@@ -108,7 +108,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   kamp::app::add_accept_unhashed_option(app, read_options);
   kamp::app::refuse_empty_values(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return kamp::app::exit_status("kamp-inspect", app.exit(e));
+  }
   try {
     const kamp::training_state state = kamp::read_checkpoint(path, read_options);
     if (!export_llmc.empty()) {

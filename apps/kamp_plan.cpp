@@ -194,7 +194,11 @@ int main(int argc, char** argv) {
   plan_request request;
   add_options(app, request);
   kamp::app::refuse_empty_values(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return kamp::app::exit_status("kamp-plan", app.exit(e));
+  }
   try {
     const plans p = make_plans(request);
     if (request.json) {

@@ -45,6 +45,10 @@ expect "kamp-inspect's standard output full" 1 "kamp-inspect: error: the standar
   bash -c 'into_full "$@"' _ "$inspect" --json "$checkpoint"
 expect "--help on a full disk" 1 "kamp-train: error: the standard output: writing failed" \
   bash -c 'into_full "$@"' _ "$train" --help
+for program in "$plan" "$inspect" "$generate"; do
+  expect "$(basename "$program") --help on a full disk" 1 "$(basename "$program"): error: the standard output: writing failed" \
+    bash -c 'into_full "$@"' _ "$program" --help
+done
 
 # 2. Regular files only where files are meant, refused by what they are before they are opened.
 mkfifo fifo

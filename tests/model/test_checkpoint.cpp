@@ -480,6 +480,13 @@ TEST_CASE("hostile checkpoint files get an error naming what is wrong, and the t
          REQUIRE(H5Lcreate_soft("/moment1/wte", h.id, "/master/wte", H5P_DEFAULT, H5P_DEFAULT) >= 0);
        },
        "/master/wte is a link to another object"},
+      {"a soft link where a group belongs",
+       [](const std::string& f) {
+         h5_file h(f);
+         REQUIRE(H5Ldelete(h.id, "/moment2", H5P_DEFAULT) >= 0);
+         REQUIRE(H5Lcreate_soft("/moment1", h.id, "/moment2", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+       },
+       "/moment2 is a link to another object, not a group of its own"},
       {"chunks never written",
        [](const std::string& f) {
          replace_with_unwritten(f, "/moment2/wpe", {16, 32});

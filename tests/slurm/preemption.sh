@@ -17,6 +17,9 @@ scontrol requeue "$requeued"
 wait_line "$work/cancelled.out" "^step 500/" 60
 scancel --signal=TERM "$cancelled"
 wait_line "$work/cancelled.out" "^stopped by SIGTERM after step [0-9]+ .*restart 0" 60
+# The script has requeued the job: cancelled while it waits to start again (a scancel during the
+# requeue itself finds the job completing and is ignored).
+wait_state "$cancelled" PENDING 30
 scancel "$cancelled"
 [ "$(wait_end "$cancelled" 60)" = CANCELLED ] || fail "job $cancelled was not cancelled"
 continued=$(submit cancelled)

@@ -204,11 +204,20 @@ void refuse_second_names(hid_t object, const std::string& what) {
     throw checkpoint_error(what + " is one object under " + std::to_string(info.rc) +
                            " names (HDF5 hard links): kamp writes each object once, so the file was edited");
 }
+
+// A soft or external link would let one object stand in for another (`kind`: "a dataset").
+void refuse_links(hid_t parent, const std::string& name, const std::string& where, const char* kind) {
+  H5L_info_t link;
+  check(H5Lget_info(parent, name.c_str(), &link, H5P_DEFAULT), "reading the link " + where);
+  if (link.type != H5L_TYPE_HARD)
+    throw checkpoint_error(where + " is a link to another object, not " + kind + " of its own: the file was edited");
+}
 }  // namespace
 
 handle open_group(hid_t parent, const std::string& name, const std::string& path_for_messages) {
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0)
     throw checkpoint_error("group " + path_for_messages + " is missing");
+  refuse_links(parent, name, path_for_messages, "a group");
   handle group = checked(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, "opening group " + path_for_messages);
   refuse_second_names(group.get(), "group " + path_for_messages);
   return group;
@@ -414,11 +423,7 @@ void write_dataset(hid_t parent, const std::string& name, dtype t, const std::ve
 handle open_dataset(hid_t parent, const std::string& name, dtype t, const std::vector<std::size_t>& shape,
                     const std::string& where) {
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0) throw checkpoint_error("dataset " + where + " is missing");
-  // A soft or external link would let one tensor's data stand in for another's.
-  H5L_info_t link;
-  check(H5Lget_info(parent, name.c_str(), &link, H5P_DEFAULT), "reading the link " + where);
-  if (link.type != H5L_TYPE_HARD)
-    throw checkpoint_error(where + " is a link to another object, not a dataset of its own: the file was edited");
+  refuse_links(parent, name, where, "a dataset");
   handle set = checked(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + where);
   refuse_second_names(set.get(), "dataset " + where);
   handle type = checked(H5Dget_type(set.get()), H5Tclose, where + ": reading its type");
