@@ -60,10 +60,10 @@ std::string slurm_job::describe() const {
   return text + ", restart " + std::to_string(restart_count);
 }
 
-std::optional<std::chrono::system_clock::time_point> slurm_job::end_time() const {
+std::optional<slurm_job::end> slurm_job::end_time() const {
   if (const std::string end = environment("SLURM_JOB_END_TIME"); !end.empty()) {
     if (!all_digits(end)) throw std::invalid_argument("SLURM_JOB_END_TIME='" + end + "' is not a time in Unix seconds");
-    return std::chrono::system_clock::from_time_t(std::time_t(std::stoll(end)));
+    return slurm_job::end{std::chrono::system_clock::from_time_t(std::time_t(std::stoll(end))), "SLURM_JOB_END_TIME"};
   }
   if (!all_digits(id)) throw std::invalid_argument("SLURM_JOB_ID='" + id + "' is not a job id");
   // Unix seconds, whatever time format the user's environment asks squeue for, with no
@@ -76,7 +76,8 @@ std::optional<std::chrono::system_clock::time_point> slurm_job::end_time() const
                              "): give the time limit as a duration (--time-limit 2h) instead");
   // The last line: a warning on stderr may come before it.
   const std::string end = out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
-  if (all_digits(end)) return std::chrono::system_clock::from_time_t(std::time_t(std::stoll(end)));
+  if (all_digits(end))
+    return slurm_job::end{std::chrono::system_clock::from_time_t(std::time_t(std::stoll(end))), "squeue"};
   if (end == "N/A" || end == "NONE" || end == "Unknown" || end == "UNLIMITED") return std::nullopt;
   throw std::runtime_error("--time-limit auto: squeue gave the end of job " + id + " as '" + out +
                            "', not a time: give the time limit as a duration (--time-limit 2h) instead");

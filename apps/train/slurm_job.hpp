@@ -11,6 +11,12 @@ namespace kamp::app {
 /// it in its banner and summary, so that a run's output names the job, array task and restart
 /// that produced it, and `--time-limit auto` asks it for the job's end.
 struct slurm_job {
+  /// When a job's time limit ends, and which source said so ("SLURM_JOB_END_TIME", "squeue").
+  struct end {
+    std::chrono::system_clock::time_point at;
+    const char* source;
+  };
+
   std::string id;             ///< SLURM_JOB_ID
   std::string array_job_id;   ///< SLURM_ARRAY_JOB_ID, empty outside a job array
   std::string array_task_id;  ///< SLURM_ARRAY_TASK_ID, empty outside a job array
@@ -27,7 +33,7 @@ struct slurm_job {
   /// Slurm 23.02 and newer set it), else `squeue -h -j ID -o %e` with SLURM_TIME_FORMAT=%s
   /// (Slurm 22.05 has no variable).
   /// None when the job has no time limit. Throws when neither source answers.
-  std::optional<std::chrono::system_clock::time_point> end_time() const;
+  std::optional<end> end_time() const;
 };
 
 }  // namespace kamp::app

@@ -1,6 +1,5 @@
 #include "time_limit.hpp"
 
-#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 
@@ -40,11 +39,11 @@ time_limit time_limit::parse(const std::string& text, const std::optional<slurm_
     if (!job)
       throw std::invalid_argument(
           "--time-limit auto: this is not a Slurm job (SLURM_JOB_ID is not set): give a duration (2h) or none");
-    limit.end_ = job->end_time();
-    const bool from_variable = std::getenv("SLURM_JOB_END_TIME") != nullptr;
-    if (limit.end_)
-      limit.description_ = "at " + local_time(*limit.end_) + " (the end of Slurm job " + job->id + ", from " +
-                           (from_variable ? "SLURM_JOB_END_TIME" : "squeue") + ")";
+    if (const std::optional<slurm_job::end> end = job->end_time()) {
+      limit.end_ = end->at;
+      limit.description_ =
+          "at " + local_time(end->at) + " (the end of Slurm job " + job->id + ", from " + end->source + ")";
+    }
     return limit;
   }
   const std::optional<double> seconds = parse_duration(text);

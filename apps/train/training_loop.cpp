@@ -62,7 +62,8 @@ class training_loop {
         metrics_(metrics),
         stop_(stop),
         sampler_(s, t, data),
-        bar_(s.train.steps, s.log_every, ranks_.distributed()) {}
+        bar_(s.train.steps, s.log_every, ranks_.distributed()),
+        checkpoint_bytes_(double(checkpoint_tensor_bytes(s.model, s.policy))) {}
 
   training_record run();
 
@@ -86,7 +87,8 @@ class training_loop {
   training_record record_;
   std::int64_t taken_ = 0;  ///< optimizer steps taken, those of the resumed run included
   int consecutive_skips_ = 0;
-  double step_seconds_ = 0;  ///< wall seconds per step of the last look, for --time-limit
+  const double checkpoint_bytes_;  ///< a checkpoint's tensor bytes, for --time-limit before the first write
+  double step_seconds_ = 0;        ///< wall seconds per step of the last look, for --time-limit
 };
 
 training_record training_loop::run() {
@@ -132,8 +134,7 @@ int training_loop::stop_cause() {
 // at a slow shared file system's pace.
 double training_loop::checkpoint_seconds_estimate() const {
   if (checkpoints_.last_save_seconds() > 0) return checkpoints_.last_save_seconds();
-  const double bytes = double(checkpoint_tensor_bytes(s_.model, s_.policy));
-  return std::max(step_seconds_, bytes / time_limit::assumed_write_bytes_per_second);
+  return std::max(step_seconds_, checkpoint_bytes_ / time_limit::assumed_write_bytes_per_second);
 }
 
 // Steps to a log line, a validation, a sample, a checkpoint by steps or the end, whichever comes first.
