@@ -1,5 +1,6 @@
-// fp32 -> fp16 and fp32 -> bf16 for all 2^32 fp32 inputs against independent oracles:
-// the CPU's F16C instruction for fp16, arithmetic in double for bf16. Label `long`.
+// fp32 -> fp16, bf16 and the four FP8 formats for all 2^32 fp32 inputs against independent
+// oracles: the CPU's F16C instruction for fp16, arithmetic in double for bf16 and fp16, the
+// nearest of the format's decoded values for FP8. Label `long`.
 #include <kamp/numeric.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -92,6 +93,34 @@ TEST_CASE("fp32 -> fp16 equals round-to-nearest-even in double for every fp32 in
   check_all_fp32("kamp::test::exhaustive_fp16_arith", agrees, [](std::uint32_t u) {
     std::ostringstream s;
     s << "fp32 0x" << std::hex << u;
+    return s.str();
+  });
+}
+
+TEMPLATE_TEST_CASE("fp32 -> FP8 equals the nearest value of the format for every fp32 input", "[numeric][long]",
+                   kamp::fp8_e4m3, kamp::fp8_e5m2, kamp::fp8_e4m3fnuz, kamp::fp8_e5m2fnuz) {
+  using t = kamp::format_traits<TestType>;
+  const kamp::test::fp8_definition f{t::exponent_bits, t::fnuz};
+  const kamp::test::fp8_reference reference(f);
+  // Both overflow behaviours in one pass: a value the reference gives, NaN matching NaN with the
+  // format's NaN pattern, zeros compared with their signs.
+  const auto matches = [f](std::uint8_t got, double want, float x) {
+    const double value = f.decode(got);
+    if (std::isnan(want)) return got == (t::fnuz ? 0x80u : ((kamp::test::bits_of(x) >> 24) & 0x80u) | 0x7fu);
+    return value == want && std::signbit(value) == std::signbit(want);
+  };
+  const auto agrees = [&](std::uint32_t u) {
+    const float x = kamp::test::float_of(u);
+    return matches(kamp::from_float<TestType>(x).bits, reference.round(x, false), x) &&
+           matches(kamp::from_float_saturated<TestType>(x).bits, reference.round(x, true), x);
+  };
+  check_all_fp32("kamp::test::exhaustive_fp8", agrees, [&](std::uint32_t u) {
+    const float x = kamp::test::float_of(u);
+    std::ostringstream s;
+    s << t::name << ": fp32 0x" << std::hex << u << " (" << x << "): kamp 0x"
+      << unsigned(kamp::from_float<TestType>(x).bits) << " / saturated 0x"
+      << unsigned(kamp::from_float_saturated<TestType>(x).bits) << ", reference " << reference.round(x, false) << " / "
+      << reference.round(x, true);
     return s.str();
   });
 }

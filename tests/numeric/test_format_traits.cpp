@@ -49,3 +49,44 @@ TEST_CASE("fp32 traits match std::numeric_limits", "[numeric]") {
   CHECK(t::epsilon() == std::numeric_limits<float>::epsilon());
   CHECK(t::digits10 == std::numeric_limits<float>::digits10);
 }
+
+// The FP8 formats against the table of the OCP 8-bit floating point specification v1.0 (E4M3,
+// E5M2) and PyTorch's c10 headers for AMD's fnuz variants.
+TEST_CASE("FP8 traits match the published formats", "[numeric]") {
+  using e4m3 = kamp::format_traits<kamp::fp8_e4m3>;
+  using e5m2 = kamp::format_traits<kamp::fp8_e5m2>;
+  using e4m3fnuz = kamp::format_traits<kamp::fp8_e4m3fnuz>;
+  using e5m2fnuz = kamp::format_traits<kamp::fp8_e5m2fnuz>;
+  CHECK(e4m3::max() == 448.0);
+  CHECK(e4m3::min_normal() == 0.015625);        // 2^-6
+  CHECK(e4m3::min_subnormal() == 0.001953125);  // 2^-9
+  CHECK(e4m3::exponent_bias == 7);
+  CHECK(e5m2::max() == 57344.0);
+  CHECK(e5m2::min_normal() == 6.103515625e-05);       // 2^-14
+  CHECK(e5m2::min_subnormal() == 1.52587890625e-05);  // 2^-16
+  CHECK(e5m2::exponent_bias == 15);
+  CHECK(e4m3fnuz::max() == 240.0);
+  CHECK(e4m3fnuz::min_normal() == 0.0078125);        // 2^-7
+  CHECK(e4m3fnuz::min_subnormal() == 0.0009765625);  // 2^-10
+  CHECK(e5m2fnuz::max() == 57344.0);
+  CHECK(e5m2fnuz::min_normal() == 3.0517578125e-05);      // 2^-15
+  CHECK(e5m2fnuz::min_subnormal() == 7.62939453125e-06);  // 2^-17
+  CHECK(e4m3::has_infinity == false);
+  CHECK(e5m2::has_infinity == true);
+  CHECK(e4m3fnuz::has_negative_zero == false);
+  CHECK(e4m3::epsilon() == 0.125);
+  CHECK(e5m2::epsilon() == 0.25);
+}
+
+TEMPLATE_TEST_CASE("FP8 traits agree with the values of their own bit patterns", "[numeric]", kamp::fp8_e4m3,
+                   kamp::fp8_e5m2, kamp::fp8_e4m3fnuz, kamp::fp8_e5m2fnuz) {
+  using t = kamp::format_traits<TestType>;
+  const kamp::test::fp8_definition f{t::exponent_bits, t::fnuz};
+  CHECK(f.decode(t::max_bits) == t::max());
+  CHECK(std::isnan(f.decode(std::uint8_t(t::max_bits + 1))) != t::has_infinity);
+  CHECK(f.decode(t::min_normal_bits) == t::min_normal());
+  CHECK(f.decode(t::min_subnormal_bits) == t::min_subnormal());
+  CHECK(std::isnan(f.decode(t::nan_bits)));
+  if (t::has_infinity) CHECK(f.decode(t::infinity_bits) == INFINITY);
+  CHECK(kamp::to_float(TestType::from_bits(t::max_bits)) == static_cast<float>(t::max()));
+}

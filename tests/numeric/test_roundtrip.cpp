@@ -79,3 +79,42 @@ TEST_CASE("narrowing handles the edges of each format", "[numeric]") {
   CHECK(b(-std::nanf("")) == 0xffc0);
   CHECK(h(std::nanf("")) == 0x7e00);
 }
+
+// Every one of the 256 patterns of each FP8 format: widening gives the value its definition
+// gives, and narrowing that value (saturating or not) gives the pattern back; NaNs give the
+// format's NaN (with their sign in the OCP formats).
+TEMPLATE_TEST_CASE("all FP8 patterns widen exactly and round-trip", "[numeric]", kamp::fp8_e4m3, kamp::fp8_e5m2,
+                   kamp::fp8_e4m3fnuz, kamp::fp8_e5m2fnuz) {
+  using t = kamp::format_traits<TestType>;
+  const kamp::test::fp8_definition f{t::exponent_bits, t::fnuz};
+  int wrong = 0, nans = 0, infinities = 0;
+  for (std::uint32_t b = 0; b < 256; ++b) {
+    const auto x = TestType::from_bits(static_cast<std::uint8_t>(b));
+    const float wide = kamp::to_float(x);
+    const double expected = f.decode(static_cast<std::uint8_t>(b));
+    const auto back = kamp::from_float<TestType>(wide).bits;
+    const auto back_saturated = kamp::from_float_saturated<TestType>(wide).bits;
+    bool ok;
+    if (std::isnan(expected)) {
+      ++nans;
+      const std::uint32_t nan = t::fnuz ? 0x80u : (b & 0x80u) | 0x7fu;
+      ok = std::isnan(wide) && kamp::is_nan(x) && back == nan && back_saturated == nan;
+    } else if (std::isinf(expected)) {
+      ++infinities;
+      const std::uint32_t max = (b & 0x80u) | t::max_bits;
+      ok = double(wide) == expected && !kamp::is_finite(x) && back == b && back_saturated == max;
+    } else {
+      ok = double(wide) == expected && std::signbit(wide) == bool(b & 0x80u) && kamp::is_finite(x) &&
+           !kamp::is_nan(x) && back == b && back_saturated == b;
+    }
+    if (!ok) {
+      ++wrong;
+      INFO(t::name << " pattern 0x" << std::hex << b << " widened to " << wide << ", expected " << expected
+                   << ", back 0x" << unsigned(back) << ", saturated 0x" << unsigned(back_saturated));
+      CHECK(false);
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(nans == (t::fnuz ? 1 : t::has_infinity ? 6 : 2));
+  CHECK(infinities == (t::has_infinity ? 2 : 0));
+}

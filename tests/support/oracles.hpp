@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 // Device compilation passes see the host's x86 macros but cannot compile x86 intrinsics.
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
@@ -87,6 +88,92 @@ inline double reference_decode(std::uint16_t h, int exponent_bits) {
   if (biased == 0) return sign * std::ldexp(mantissa, 1 - bias - mantissa_bits);
   return sign * std::ldexp(mantissa + (1 << mantissa_bits), biased - bias - mantissa_bits);
 }
+
+/// An FP8 format as its definition states it (OCP 8-bit floating point spec v1.0; AMD's fnuz
+/// variants as PyTorch's c10 headers describe them), independent of kamp::format_traits.
+struct fp8_definition {
+  int exponent_bits;  ///< 4 (E4M3) or 5 (E5M2)
+  bool fnuz;          ///< bias one larger, no infinity, no -0, NaN only 0x80
+
+  int mantissa_bits() const { return 7 - exponent_bits; }
+  int bias() const { return (1 << (exponent_bits - 1)) - 1 + (fnuz ? 1 : 0); }
+
+  /// The value of a pattern, decoded from its fields in double (NaN for NaN patterns).
+  double decode(std::uint8_t b) const {
+    const int mb = mantissa_bits();
+    const int field = (b >> mb) & ((1 << exponent_bits) - 1);
+    const int mantissa = b & ((1 << mb) - 1);
+    const double sign = (b & 0x80) ? -1.0 : 1.0;
+    if (fnuz && b == 0x80) return std::nan("");
+    if (!fnuz && exponent_bits == 4 && field == 15 && mantissa == 7) return std::nan("");
+    if (!fnuz && exponent_bits == 5 && field == 31) return mantissa ? std::nan("") : sign * INFINITY;
+    if (field == 0) return sign * std::ldexp(mantissa, 1 - bias() - mb);
+    return sign * std::ldexp(mantissa + (1 << mb), field - bias() - mb);
+  }
+};
+
+/// fp32 -> FP8 by the definition of round-to-nearest-even: the nearest of the format's finite
+/// values, a tie going to the even pattern; beyond the largest value the next one of an unbounded
+/// exponent range (the largest plus its ulp) competes as "overflow", which becomes the largest
+/// value when saturating, else infinity where the format has one, else NaN. Returns the expected
+/// value (NaN for NaN), with -0 for negative inputs that round to zero in formats that have it.
+class fp8_reference {
+ public:
+  explicit fp8_reference(fp8_definition f) : f_(f) {
+    for (int b = 0; b < 0x80; ++b) {
+      const double v = f.decode(std::uint8_t(b));
+      if (std::isfinite(v)) values_.push_back(v);  // increasing with the pattern
+    }
+    max_ = values_.back();
+    const int mb = f.mantissa_bits();
+    const int max_field = (int(values_.size()) - 1) >> mb;
+    overflow_ = max_ + std::ldexp(1.0, max_field - f.bias() - mb);
+    overflow_even_ = (values_.size() & 1) == 0;  // the overflow pattern would be max's + 1
+    has_infinity_ = !f.fnuz && f.exponent_bits == 5;
+  }
+
+  double round(float x, bool saturate) const {
+    if (std::isnan(x)) return std::nan("");
+    const double a = std::fabs(double(x));
+    const double sign = std::signbit(x) ? -1.0 : 1.0;
+    double r;
+    if (std::isinf(a)) {
+      r = overflow_;
+    } else if (a >= overflow_) {
+      r = overflow_;
+    } else if (a <= values_[1] / 2) {
+      r = 0.0;  // at most half the smallest subnormal: zero (a tie goes to 0, the even pattern)
+    } else {
+      // The neighbours lo <= a < hi; values above max compete with the overflow value.
+      std::size_t i = 0, n = values_.size();
+      while (n > 0) {  // first index with values_[i] > a
+        const std::size_t half = n / 2;
+        if (values_[i + half] <= a) {
+          i += half + 1;
+          n -= half + 1;
+        } else {
+          n = half;
+        }
+      }
+      const double lo = values_[i - 1];
+      const double hi = i < values_.size() ? values_[i] : overflow_;
+      const bool hi_even = i < values_.size() ? (i & 1) == 0 : overflow_even_;
+      r = (a - lo < hi - a || (a - lo == hi - a && !hi_even)) ? lo : hi;
+    }
+    if (r == overflow_) {
+      if (saturate) return sign * max_;
+      return has_infinity_ ? sign * INFINITY : std::nan("");
+    }
+    if (r == 0.0) return f_.fnuz ? 0.0 : sign * 0.0;
+    return sign * r;
+  }
+
+ private:
+  fp8_definition f_;
+  std::vector<double> values_;
+  double max_ = 0, overflow_ = 0;
+  bool overflow_even_ = false, has_infinity_ = false;
+};
 
 }  // namespace kamp::test
 

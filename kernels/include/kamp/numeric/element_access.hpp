@@ -2,6 +2,7 @@
 #define KAMP_NUMERIC_ELEMENT_ACCESS_HPP
 
 #include <kamp/numeric/detail/bit_cast.hpp>
+#include <kamp/numeric/detail/fp8_rounding.hpp>
 #include <kamp/numeric/detail/rounding.hpp>
 #include <kamp/numeric/format.hpp>
 
@@ -18,6 +19,10 @@ KOKKOS_INLINE_FUNCTION float load_float(const float* p) { return *p; }
 template <int E>
 KOKKOS_INLINE_FUNCTION float load_float(const float16<E>* p) {
   return detail::bits_to_float(detail::widen_bits<float16<E>>(p->bits));
+}
+template <int E, fp8_encoding Enc>
+KOKKOS_INLINE_FUNCTION float load_float(const float8<E, Enc>* p) {
+  return detail::bits_to_float(detail::widen_fp8_bits<float8<E, Enc>>(p->bits));
 }
 
 /// Loads an element as the compute type Acc: fp32 for the fp32 and 16-bit formats, or fp64 for
