@@ -58,8 +58,11 @@ handle float_type(dtype t, hid_t binary32, hid_t binary64) {
       return sixteen_bit_float(binary32, 8, 7, 127);
     case dtype::fp16:
       return sixteen_bit_float(binary32, 5, 10, 15);
+    default:
+      break;
   }
-  throw checkpoint_error("unknown dtype");
+  throw checkpoint_error(std::string("no checkpoint dataset is stored as ") + name(t) +
+                         ": FP8 copies are made again from the master weights");
 }
 
 handle attribute_space() { return checked(H5Screate(H5S_SCALAR), H5Sclose, "creating a scalar dataspace"); }

@@ -55,7 +55,7 @@ struct launch_counting {
   }
   bool in_gemm() const {
     for (const auto& r : regions)
-      if (r.rfind("kamp::gemm[", 0) == 0) return true;
+      if (r.rfind("kamp::gemm[", 0) == 0 || r.rfind("kamp::gemm_fp8[", 0) == 0) return true;
     return false;
   }
   static void launch(const char* name, std::uint32_t, std::uint64_t*) {

@@ -1,0 +1,228 @@
+#ifndef KAMP_KERNELS_GEMM_FP8_HPP
+#define KAMP_KERNELS_GEMM_FP8_HPP
+
+// FP8 GEMMs with per-tensor scaling: C = alpha · (sa · sb) · op(A)·op(B) + beta·C + bias, where
+// A and B are FP8 and sa, sb their scale_inv, scalars on the device written by the quantizing
+// casts (kamp::quantize_fp8). Products of FP8 values are exact in fp32 and accumulate in fp32.
+//
+// Paths, the first that serves the problem:
+//  - cublaslt: cuBLASLt's FP8 kernels (CUDA, compute capability >= 8.9, the TN layout);
+//  - bf16_widened: on a host, both operands widened to bf16 (exact: every E4M3 and E5M2 value
+//    is a bf16 value) and handed to kamp::gemm, which runs oneDNN's bf16 kernels (AVX512-BF16,
+//    AMX) or its own widened fp32 path; taken only when that GEMM has a vendor path;
+//  - portable: kamp's tiled kernel on the FP8 operands (widened as the tiles are loaded).
+// Except for cuBLASLt, which applies the scales itself, the product lands in fp32 (C itself when
+// C is fp32, beta is 0 and there is no bias, else a workspace) and one element-wise pass applies
+// the scales, beta·C and the bias, rounding C once.
+#include <kamp/config.hpp>
+#include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/gemm.hpp>
+#include <kamp/kernels/tpls/gemm_cublaslt_fp8.hpp>
+#include <kamp/numeric/convert.hpp>
+#include <kamp/numeric/element_access.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace kamp {
+namespace detail {
+
+/// Scratch of the FP8 GEMMs in one memory space: the fp32 product and (hosts) the bf16 operands.
+/// Grown to the largest problem seen, freed by Kokkos::finalize. FP8 GEMMs in one memory space
+/// share it, so they must be issued on one execution space instance at a time (one stream
+/// orders them), as a model's passes are.
+template <class MemorySpace>
+class fp8_gemm_workspace {
+ public:
+  static fp8_gemm_workspace& instance() {
+    static fp8_gemm_workspace& w = *[] {
+      auto* created = new fp8_gemm_workspace;
+      Kokkos::push_finalize_hook([created] {
+        created->product_ = {};
+        created->a_ = {};
+        created->b_ = {};
+      });
+      return created;
+    }();
+    return w;
+  }
+  float* product(std::size_t n) { return grown(product_, n, "kamp::gemm_fp8::product"); }
+  bf16* operand(int which, std::size_t n) {
+    return grown(which == 0 ? a_ : b_, n, which == 0 ? "kamp::gemm_fp8::a" : "kamp::gemm_fp8::b");
+  }
+
+ private:
+  template <class T>
+  static T* grown(Kokkos::View<T*, MemorySpace>& v, std::size_t n, const char* label) {
+    if (v.extent(0) < n)
+      v = Kokkos::View<T*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+    return v.data();
+  }
+  Kokkos::View<float*, MemorySpace> product_;
+  Kokkos::View<bf16*, MemorySpace> a_, b_;
+};
+
+template <class ExecutionSpace>
+constexpr bool is_host_space() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible &&
+         std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>;
+}
+
+/// The bf16 problem the widened path hands to kamp::gemm: contiguous operands, fp32 product.
+template <class TA, class TB, class TC>
+gemm_problem<bf16, bf16, float> widened_problem(const gemm_problem<TA, TB, TC>& p, bf16* a, bf16* b, float* product) {
+  const int a_cols = p.trans_a ? p.m : p.k, b_cols = p.trans_b ? p.k : p.n;
+  return {p.m, p.n, p.k, 1, p.trans_a, p.trans_b, 1.0f, 0.0f, a, a_cols, 0, b, b_cols, 0, product, p.n, 0, nullptr};
+}
+
+struct fp8_route {
+  const char* path;
+  std::string reason;
+};
+
+/// Where an FP8 problem runs and why (each path says whether it serves it).
+template <class ExecutionSpace, class TA, class TB, class TC>
+fp8_route gemm_fp8_route(const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm) {
+  std::string why;
+  if (algorithm == gemm_algorithm::automatic) {
+#if defined(KAMP_ENABLE_CUBLAS) && defined(KOKKOS_ENABLE_CUDA) && KAMP_HAVE_CUBLASLT_FP8
+    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
+      const std::string no = cublaslt_fp8::declines<TA, TB, TC>(p);
+      if (no.empty()) return {"cublaslt", "cublaslt: cublasLtMatmul, fp32 accumulation, scales read on the device"};
+      why = "cublaslt declines: " + no + "; ";
+    }
+#endif
+    if constexpr (is_host_space<ExecutionSpace>()) {
+      const auto q = widened_problem(p, nullptr, nullptr, nullptr);
+      const gemm_route<ExecutionSpace, bf16, bf16, float> bf16_route(q, gemm_algorithm::automatic, gemm_vendor_order());
+      if (std::string_view(bf16_route.path) != "portable")
+        return {"bf16_widened", why + "bf16_widened: operands widened to bf16 (exact), kamp::gemm takes " +
+                                    bf16_route.path + " for bf16 x bf16 -> fp32"};
+      why += "bf16_widened declines: kamp::gemm has no vendor path for bf16 here; ";
+    }
+  }
+  return {"portable", why + "portable: kamp's own tiled kernel, the FP8 tiles widened as they are loaded"};
+}
+
+/// The region name of a path for these types, built once per combination.
+template <class TA, class TB, class TC>
+const std::string& gemm_fp8_region(const char* path) {
+  static const std::string cublaslt = std::string("kamp::gemm_fp8[cublaslt,") + dtype_name<TA>() + "," +
+                                      dtype_name<TB>() + "," + dtype_name<TC>() + "]";
+  static const std::string widened = std::string("kamp::gemm_fp8[bf16_widened,") + dtype_name<TA>() + "," +
+                                     dtype_name<TB>() + "," + dtype_name<TC>() + "]";
+  static const std::string portable = std::string("kamp::gemm_fp8[portable,") + dtype_name<TA>() + "," +
+                                      dtype_name<TB>() + "," + dtype_name<TC>() + "]";
+  const std::string_view p(path);
+  return p == "cublaslt" ? cublaslt : p == "bf16_widened" ? widened : portable;
+}
+
+/// rows x cols FP8 (row stride ld) into contiguous bf16, exactly.
+template <class ExecutionSpace, class T>
+void widen_fp8_to_bf16(const ExecutionSpace& space, bf16* dst, const T* src, int rows, int cols, std::int64_t ld) {
+  Kokkos::parallel_for(
+      "kamp::gemm_fp8::widen", Kokkos::RangePolicy<ExecutionSpace>(space, 0, rows), KOKKOS_LAMBDA(int r) {
+        const T* KAMP_RESTRICT in = src + std::int64_t(r) * ld;
+        bf16* KAMP_RESTRICT out = dst + std::int64_t(r) * cols;
+        for (int c = 0; c < cols; ++c) out[c].bits = std::uint16_t(float_to_bits(load_float(in + c)) >> 16);
+      });
+}
+
+/// C = alpha·sa·sb·product + beta·C + bias, rounded once into C (in place when C is the product).
+template <class ExecutionSpace, class TC>
+void fp8_gemm_epilogue(const ExecutionSpace& space, const float* product, TC* c, std::int64_t ldc, int m, int n,
+                       float alpha, const Kokkos::View<const float, typename ExecutionSpace::memory_space>& sa,
+                       const Kokkos::View<const float, typename ExecutionSpace::memory_space>& sb, float beta,
+                       const float* bias) {
+  Kokkos::parallel_for(
+      "kamp::gemm_fp8::scale", Kokkos::RangePolicy<ExecutionSpace>(space, 0, m), KOKKOS_LAMBDA(int i) {
+        const float s = alpha * (sa() * sb());
+        const float* in = product + std::int64_t(i) * n;
+        TC* out = c + std::int64_t(i) * ldc;
+        for (int j = 0; j < n; ++j) {
+          float v = s * in[j];
+          if (beta != 0.0f) v += beta * load_float(out + j);
+          if (bias != nullptr) v += bias[j];
+          store_nearest(out + j, v);
+        }
+      });
+}
+
+}  // namespace detail
+
+/// \brief The path `gemm_fp8` takes for this call, and why.
+template <class ExecutionSpace, class AView, class BView, class CView>
+gemm_path_info gemm_fp8_path_for(op op_a, op op_b, const AView& A, const BView& B, const CView& C,
+                                 const Kokkos::View<const float*, typename ExecutionSpace::memory_space>& bias = {}) {
+  const auto p = detail::make_gemm_problem("kamp::gemm_fp8_path_for", op_a, op_b, 1.0f, A, B, 0.0f, C, bias.data(),
+                                           bias.extent(0));
+  auto r = detail::gemm_fp8_route<ExecutionSpace>(p, gemm_algorithm::automatic);
+  return {r.path, r.reason};
+}
+
+/// \brief C = alpha · a_scale_inv · b_scale_inv · op(A)·op(B) + beta·C (+ bias on every row).
+///
+/// \param A, B FP8 rank-2 views (E4M3 or E5M2, OCP or fnuz; cuBLASLt takes no E5M2 x E5M2)
+/// \param a_scale_inv, b_scale_inv scalars in the execution space's memory: what the casts that
+///        made A and B wrote (kamp::scale_inv_of), so nothing waits for the host
+/// \param C fp32 or bf16, rounded once; beta == 0 never reads it
+/// Products accumulate in fp32 on every path. Operands may be sub-views with a leading dimension.
+template <class ExecutionSpace, class AView, class BView, class CView>
+void gemm_fp8(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AView& A,
+              const Kokkos::View<const float, typename ExecutionSpace::memory_space>& a_scale_inv, const BView& B,
+              const Kokkos::View<const float, typename ExecutionSpace::memory_space>& b_scale_inv, float beta,
+              const CView& C, const Kokkos::View<const float*, typename ExecutionSpace::memory_space>& bias = {},
+              gemm_algorithm algorithm = gemm_algorithm::automatic) {
+  using TA = typename AView::non_const_value_type;
+  using TB = typename BView::non_const_value_type;
+  using TC = typename CView::non_const_value_type;
+  using memory = typename ExecutionSpace::memory_space;
+  static_assert(AView::rank == 2 && BView::rank == 2 && CView::rank == 2, "kamp::gemm_fp8: rank-2 views");
+  static_assert(is_float8_v<TA> && is_float8_v<TB>, "kamp::gemm_fp8: A and B are FP8");
+  static_assert(std::is_same_v<TC, float> || std::is_same_v<TC, bf16>, "kamp::gemm_fp8: C is fp32 or bf16");
+  static_assert(!std::is_const_v<typename CView::value_type>, "kamp::gemm_fp8: C must be writable");
+  const auto p =
+      detail::make_gemm_problem("kamp::gemm_fp8", op_a, op_b, alpha, A, B, beta, C, bias.data(), bias.extent(0));
+  if (p.m == 0 || p.n == 0) return;
+  const detail::fp8_route route = detail::gemm_fp8_route<ExecutionSpace>(p, algorithm);
+  if (traffic_listener* listener = detail::traffic_slot()) listener->gemm(detail::gemm_record_of(p, route.path));
+  Kokkos::Profiling::pushRegion(detail::gemm_fp8_region<TA, TB, TC>(route.path));
+  const std::string_view path(route.path);
+#if defined(KAMP_ENABLE_CUBLAS) && defined(KOKKOS_ENABLE_CUDA) && KAMP_HAVE_CUBLASLT_FP8
+  if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda> && detail::cublaslt_fp8::types_served<TA, TB, TC>()) {
+    if (path == "cublaslt") {
+      detail::cublaslt_fp8::run<TA, TB, TC>(space, p, a_scale_inv.data(), b_scale_inv.data());
+      Kokkos::Profiling::popRegion();
+      return;
+    }
+  }
+#endif
+  auto& workspace = detail::fp8_gemm_workspace<memory>::instance();
+  const bool in_place = std::is_same_v<TC, float> && beta == 0.0f && bias.data() == nullptr && p.ldc == p.n;
+  float* product = in_place ? reinterpret_cast<float*>(p.c) : workspace.product(std::size_t(p.m) * p.n);
+  if constexpr (detail::is_host_space<ExecutionSpace>()) {
+    if (path == "bf16_widened") {
+      const int a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+      const int b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+      bf16* a = workspace.operand(0, std::size_t(a_rows) * a_cols);
+      bf16* b = workspace.operand(1, std::size_t(b_rows) * b_cols);
+      detail::widen_fp8_to_bf16(space, a, p.a, a_rows, a_cols, p.lda);
+      detail::widen_fp8_to_bf16(space, b, p.b, b_rows, b_cols, p.ldb);
+      detail::gemm_dispatch(space, detail::widened_problem(p, a, b, product), gemm_algorithm::automatic);
+    }
+  }
+  if (path == "portable") {
+    auto q = detail::gemm_problem<TA, TB, float>{p.m,   p.n, p.k, 1,     p.trans_a, p.trans_b, 1.0f, 0.0f, p.a,
+                                                 p.lda, 0,   p.b, p.ldb, 0,         product,   p.n,  0,    nullptr};
+    detail::gemm_portable_storing(space, q, detail::no_epilogue{});
+  }
+  detail::fp8_gemm_epilogue(space, product, p.c, p.ldc, p.m, p.n, alpha, a_scale_inv, b_scale_inv, beta, bias.data());
+  Kokkos::Profiling::popRegion();
+}
+
+}  // namespace kamp
+
+#endif
