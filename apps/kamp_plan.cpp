@@ -41,7 +41,8 @@ std::string number(double n) {
 
 nlohmann::json as_json(const kamp::memory_plan& p) {
   return {{"parameters", p.parameters}, {"gradients", p.gradients},     {"master", p.master},
-          {"optimizer", p.optimizer},   {"activations", p.activations}, {"total", p.total()}};
+          {"optimizer", p.optimizer},   {"activations", p.activations}, {"fp8", p.fp8},
+          {"total", p.total()}};
 }
 
 // What to plan, as the command line gives it.
@@ -168,6 +169,7 @@ void print_table(const plan_request& r, const plans& p) {
   row("master", per.master, whole.master, plan.master);
   row("optimizer", per.optimizer, whole.optimizer, plan.optimizer);
   if (r.parameters == 0) row("activations", 0, whole.activations, plan.activations);
+  if (whole.fp8 > 0) row("fp8", 0, whole.fp8, plan.fp8);
   row("total", per.total(), whole.total(), plan.total());
   std::printf("  per parameter, by mode (parameters + fp32 gradients + master + optimizer):");
   for (const auto mode : kamp::precision_modes()) {

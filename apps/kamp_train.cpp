@@ -36,6 +36,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 namespace {
 
@@ -405,13 +406,13 @@ nlohmann::json print_memory(const kamp::memory_tracker& memory, const kamp::memo
   const kamp::memory_plan peak = memory.peak();
   nlohmann::json out;
   std::printf("  memory, peak measured (Kokkos allocations) vs kamp-plan:");
-  const std::pair<const char*, double kamp::memory_plan::*> rows[] = {{"parameters", &kamp::memory_plan::parameters},
-                                                                      {"gradients", &kamp::memory_plan::gradients},
-                                                                      {"master", &kamp::memory_plan::master},
-                                                                      {"optimizer", &kamp::memory_plan::optimizer},
-                                                                      {"activations", &kamp::memory_plan::activations}};
+  const std::pair<const char*, double kamp::memory_plan::*> rows[] = {
+      {"parameters", &kamp::memory_plan::parameters},   {"gradients", &kamp::memory_plan::gradients},
+      {"master", &kamp::memory_plan::master},           {"optimizer", &kamp::memory_plan::optimizer},
+      {"activations", &kamp::memory_plan::activations}, {"fp8", &kamp::memory_plan::fp8}};
   for (const auto& [name, field] : rows) {
     const double measured = peak.*field, planned = plan.*field;
+    if (measured == 0 && planned == 0 && std::string_view(name) == "fp8") continue;
     std::printf(" %s %.2f/%.2f MB;", name, measured / 1e6, planned / 1e6);
     out[name] = {{"measured", measured}, {"planned", planned}};
   }
@@ -504,7 +505,7 @@ int train(run_settings& s, const std::function<std::string()>& run_config, const
   // A resumed run continues its metrics file.
   std::optional<kamp::app::metrics_writer> metrics;
   if (!s.metrics.empty() && ranks.rank() == 0)
-    metrics.emplace(s.metrics, resume_seconds && std::filesystem::exists(s.metrics));
+    metrics.emplace(s.metrics, resume_seconds && std::filesystem::exists(s.metrics), s.policy.fp8());
   kamp::app::checkpoint_writer writer(trainer, checkpoints, run_config());
   if (trainer.steps_taken() >= s.train.steps) {
     finish_without_training(s, trainer, writer, resume_seconds.has_value());
@@ -562,6 +563,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (settings.request.enable_fsdp && app.count("--sharding") == 0) settings.sharding = "parameters";
+  settings.request.fp8_settings = app.count("--fp8-recipe") + app.count("--fp8-amax-history") > 0;
   for (const char* shape : {"--preset", "--vocab", "--layers", "--heads", "--d-model", "--mlp", "--context"})
     settings.shape_given = settings.shape_given || app.count(shape) > 0;
   settings.vocab_given = app.count("--vocab") + app.count("--preset") + app.count("--init-from-llmc") > 0;

@@ -21,24 +21,37 @@ const std::string& named_by_format(const std::string& path) {
 }
 }  // namespace
 
-metrics_writer::metrics_writer(const std::string& path, bool append)
-    : csv_(ends_with(path, ".csv")), out_(named_by_format(path), append, "--metrics '" + path + "'") {
-  if (csv_ && !append) out_.write("step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s\n");
+metrics_writer::metrics_writer(const std::string& path, bool append, bool fp8)
+    : csv_(ends_with(path, ".csv")), fp8_(fp8), out_(named_by_format(path), append, "--metrics '" + path + "'") {
+  if (csv_ && !append)
+    out_.write(std::string("step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s") +
+               (fp8_ ? ",fp8_saturated,fp8_underflowed" : "") + "\n");
 }
 
-void metrics_writer::write(const step_report& r, std::optional<double> validation_loss) {
+void metrics_writer::write(const step_report& r, std::optional<double> validation_loss,
+                           const std::vector<fp8_tensor_report>& fp8) {
   const double tps = r.tokens / r.seconds;
   if (csv_) {
     char line[256];
-    std::snprintf(line, sizeof line, "%lld,%.6f,%s,%g,%d,%.6g,%.6g,%.1f\n", static_cast<long long>(r.step), r.loss,
+    std::snprintf(line, sizeof line, "%lld,%.6f,%s,%g,%d,%.6g,%.6g,%.1f", static_cast<long long>(r.step), r.loss,
                   validation_loss ? std::to_string(*validation_loss).c_str() : "", r.scale, r.skipped ? 1 : 0,
                   r.grad_norm, r.lr, tps);
-    out_.write(line);
+    std::string row = line;
+    if (fp8_) {
+      std::uint64_t saturated = 0, underflowed = 0;
+      for (const auto& t : fp8) saturated += t.saturated, underflowed += t.underflowed;
+      row += fp8.empty() ? std::string(",,") : "," + std::to_string(saturated) + "," + std::to_string(underflowed);
+    }
+    out_.write(row + "\n");
     return;
   }
   nlohmann::json j{{"step", r.step},           {"loss", r.loss}, {"scale", r.scale},   {"skipped", r.skipped},
                    {"grad_norm", r.grad_norm}, {"lr", r.lr},     {"tokens_per_s", tps}};
   if (validation_loss) j["val_loss"] = *validation_loss;
+  for (const auto& t : fp8) {
+    j["fp8_saturated"][t.linear][t.role] = t.saturated;
+    j["fp8_underflowed"][t.linear][t.role] = t.underflowed;
+  }
   out_.write(j.dump() + '\n');
 }
 

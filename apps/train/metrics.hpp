@@ -7,21 +7,25 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kamp::app {
 
 /// Per-step metrics to a file: CSV for a name ending in .csv, JSON Lines for .jsonl/.json.
 /// Each row is flushed, so a killed job keeps every finished step, and checked: a write that
 /// fails throws std::runtime_error naming the file. `append` continues a file (a resumed run).
+/// amp_fp8 (`fp8`): rows with the FP8 casts of their step carry the values that saturated and
+/// underflowed to zero, per Linear in JSON Lines, summed in CSV (two more columns).
 class metrics_writer {
  public:
-  metrics_writer(const std::string& path, bool append);
-  void write(const step_report& r, std::optional<double> validation_loss);
+  metrics_writer(const std::string& path, bool append, bool fp8 = false);
+  void write(const step_report& r, std::optional<double> validation_loss,
+             const std::vector<fp8_tensor_report>& fp8 = {});
   /// Closes the file; throws if the close finds an error the writes did not.
   void close() { out_.close(); }
 
  private:
-  bool csv_;
+  bool csv_, fp8_;
   output_file out_;
 };
 

@@ -7,6 +7,8 @@ precision_policy precision_options::policy() const {
   p.mode = parse_precision_mode(mode);
   p.update = parse_pure_bf16_update(pure_update);
   p.fp32_layers = fp32_layers;
+  p.recipe = parse_fp8_recipe(fp8_recipe);
+  p.amax_history = fp8_amax_history;
   return p;
 }
 
@@ -48,7 +50,8 @@ void add_recompute_option(CLI::App& app, std::string& recompute) {
 void add_precision_options(CLI::App& app, precision_options& precision) {
   app.add_option("--mode", precision.mode,
                  "Precision: fp32 (all fp32), amp_bf16 (fp32 master weights, bf16 GEMMs; default), amp_fp16 "
-                 "(fp32 master, fp16 GEMMs, dynamic loss scaling), pure_bf16 (bf16 weights and moments, no master)")
+                 "(fp32 master, fp16 GEMMs, dynamic loss scaling), pure_bf16 (bf16 weights and moments, no master), "
+                 "amp_fp8 (amp_bf16 with the blocks' Linear GEMMs in FP8: E4M3 inputs and weights, E5M2 gradients)")
       ->check(one_of(precision_modes(), parse_precision_mode))
       ->capture_default_str();
   app.add_option("--pure-bf16-update", precision.pure_update,
@@ -61,6 +64,15 @@ void add_precision_options(CLI::App& app, precision_options& precision) {
                  "h<l>.mlp, lm_head")
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--fp8-recipe", precision.fp8_recipe,
+                 "amp_fp8's per-tensor scales: delayed (from the largest amax of the last --fp8-amax-history "
+                 "steps; one pass per cast) or current (from each tensor's own amax; an extra pass)")
+      ->check(CLI::IsMember({"delayed", "current"}))
+      ->capture_default_str();
+  app.add_option("--fp8-amax-history", precision.fp8_amax_history,
+                 "Steps of amaxes delayed scaling takes its scale from (Transformer Engine's default: 1024)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
 }
 
 }  // namespace kamp::app

@@ -168,12 +168,16 @@ void training_loop::take(const step_report& r) {
     record_.losses.push_back(r.loss);
     if (taken_ > 2) record_.tokens_per_s.push_back(r.tokens / r.seconds);
   }
-  // Only a run's last step can reach a validation point (the run ends there).
+  // Only a run's last step can reach a validation point (the run ends there), so the FP8 casts
+  // the model holds then are that step's: read before the validation passes cast again.
   record_.validation.reset();
-  if (!r.skipped && (taken_ == s_.train.steps || (s_.eval_every > 0 && taken_ % s_.eval_every == 0)))
+  std::vector<fp8_tensor_report> fp8;
+  if (!r.skipped && (taken_ == s_.train.steps || (s_.eval_every > 0 && taken_ % s_.eval_every == 0))) {
+    if (metrics_ && s_.policy.fp8()) fp8 = trainer_.model().fp8_report();
     record_.validation = trainer_.validation_loss(s_.eval_batches);
+  }
   bar_.update(r, taken_, record_.validation);
-  if (metrics_) metrics_->write(r, record_.validation);
+  if (metrics_) metrics_->write(r, record_.validation, fp8);
 }
 
 // The doctor needs the whole model in one process: under MPI the run says how to call it instead.

@@ -34,6 +34,11 @@ std::vector<float> activations(std::size_t n, float spread, std::uint32_t seed) 
   return xs;
 }
 
+template <class View>
+Kokkos::View<const kamp::fp8_cast_stats*, typename View::memory_space> read_only_stats(const View& v) {
+  return v;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("quantize_fp8 casts, measures and writes scale_inv in one launch", "[kernels][fp8]",
@@ -56,12 +61,14 @@ TEMPLATE_TEST_CASE("quantize_fp8 casts, measures and writes scale_inv in one lau
 
     const auto got = kamp::test::to_host(out);
     double amax = 0;
-    std::uint32_t saturated = 0;
+    std::uint32_t saturated = 0, underflowed = 0;
     int wrong = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) {
       const float scaled = xs[i] * scale_value;
       amax = std::max(amax, std::fabs(double(xs[i])));
       saturated += std::fabs(double(scaled)) > kamp::format_traits<F>::max() ? 1 : 0;
+      // below half the smallest subnormal (a tie goes to zero, the even pattern)
+      underflowed += (xs[i] != 0 && std::fabs(double(scaled)) <= kamp::format_traits<F>::min_subnormal() / 2) ? 1 : 0;
       wrong += got[i].bits == kamp::from_float_saturated<F>(scaled).bits ? 0 : 1;
     }
     const auto s = kamp::test::scalar_to_host(stats);
@@ -70,6 +77,8 @@ TEMPLATE_TEST_CASE("quantize_fp8 casts, measures and writes scale_inv in one lau
     CHECK(double(s.amax) == amax);
     CHECK(s.saturated == saturated);
     CHECK(saturated > 0);
+    CHECK(s.underflowed == underflowed);
+    CHECK(underflowed > 0);
     CHECK(s.scale_inv == 1.0f / scale_value);
   };
   check(kamp::fp8_e4m3{}, 1.0f);
@@ -103,10 +112,10 @@ TEMPLATE_TEST_CASE("current scaling follows Transformer Engine's compute_scale_f
                    KAMP_TEST_EXECUTION_SPACES) {
   const TestType space;
   const auto scale_for = [&](float amax_value, kamp::fp8_scaling_options o) {
-    const auto amax = device_scalar<TestType>(amax_value, "amax");
-    const auto scale = device_scalar<TestType>(123.0f, "scale");
+    const auto amax = kamp::test::to_device<float, TestType>({amax_value}, "amax");
+    const auto scale = kamp::test::to_device<float, TestType>({123.0f}, "scale");
     kamp::fp8_current_scale<kamp::fp8_e4m3>(space, amax, scale, o);
-    return kamp::test::scalar_to_host(scale);
+    return kamp::test::to_host(scale)[0];
   };
   const kamp::fp8_scaling_options plain;
   CHECK(scale_for(3.0f, plain) == 448.0f / 3.0f);  // a correctly rounded fp32 division
@@ -121,53 +130,65 @@ TEMPLATE_TEST_CASE("current scaling follows Transformer Engine's compute_scale_f
   floor.amax_epsilon = 0.5f;
   CHECK(scale_for(0.01f, floor) == 896.0f);
   CHECK(scale_for(0.0f, floor) == 896.0f);
-  const auto amax = device_scalar<TestType>(2.0f, "amax");
-  const auto scale = device_scalar<TestType>(1.0f, "scale");
-  kamp::fp8_current_scale<kamp::fp8_e5m2>(space, amax, scale);
-  CHECK(kamp::test::scalar_to_host(scale) == 28672.0f);
+  // A group: one launch for every tensor, each from its own amax.
+  const auto amax = kamp::test::to_device<float, TestType>({2.0f, 0.0f, 57344.0f}, "amax");
+  const auto scale = kamp::test::to_device<float, TestType>({7.0f, 7.0f, 7.0f}, "scale");
+  const auto tally = kamp::count_launches([&] { kamp::fp8_current_scale<kamp::fp8_e5m2>(space, amax, scale); });
+  CHECK(tally.launches == 1);
+  CHECK(kamp::test::to_host(scale) == std::vector<float>{28672.0f, 1.0f, 1.0f});
 }
 
 TEMPLATE_TEST_CASE("delayed scaling takes the largest amax of its window and keeps its scale without data",
                    "[kernels][fp8]", KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
   const TestType space;
-  Kokkos::View<float*, memory> history("history", 4);
-  const auto scale = device_scalar<TestType>(1.0f, "scale");
-  Kokkos::View<kamp::fp8_cast_stats, memory> last("last");
-  std::vector<double> window(4, 0.0);
-  double expected = 1.0;
+  // Two tensors in one group: the first follows `amaxes`, the second sees half of each.
+  Kokkos::View<float**, Kokkos::LayoutRight, memory> history("history", 2, 4);
+  const auto scale = kamp::test::to_device<float, TestType>({1.0f, 1.0f}, "scale");
+  Kokkos::View<kamp::fp8_cast_stats*, memory> last("last", 2);
+  std::vector<std::vector<double>> window(2, std::vector<double>(4, 0.0));
+  std::vector<double> expected{1.0, 1.0};
   const float amaxes[] = {0.0f, 2.0f, 8.0f, INFINITY, 1.0f, 0.5f, NAN, 0.25f, 0.125f};
   std::int64_t slot = 0;
+  const auto set_last = [&](float a, float b) {
+    Kokkos::deep_copy(last,
+                      kamp::test::to_device<kamp::fp8_cast_stats, TestType>(
+                          {kamp::fp8_cast_stats{a, 1.0f, 0u, 0u}, kamp::fp8_cast_stats{b, 1.0f, 0u, 0u}}, "stats"));
+  };
   for (const float a : amaxes) {
-    Kokkos::deep_copy(last, kamp::fp8_cast_stats{a, 1.0f, 0u});
-    const auto tally =
-        kamp::count_launches([&] { kamp::fp8_delayed_update<kamp::fp8_e4m3>(space, history, slot, last, scale); });
+    set_last(a, a / 2);
+    const auto tally = kamp::count_launches(
+        [&] { kamp::fp8_delayed_update<kamp::fp8_e4m3>(space, history, slot, read_only_stats(last), scale); });
     CHECK(tally.launches == 1);
     CHECK(tally.fences == 0);
-    window[slot % 4] = std::isfinite(a) ? a : 0.0;  // a non-finite amax enters as 0
+    const auto got = kamp::test::to_host(scale);
+    for (int t = 0; t < 2; ++t) {
+      const double amax = t == 0 ? a : a / 2;
+      window[t][slot % 4] = std::isfinite(amax) ? amax : 0.0;  // a non-finite amax enters as 0
+      double m = 0;
+      for (const double w : window[t]) m = std::max(m, w);
+      if (m > 0) expected[t] = float(448.0f / float(m));
+      INFO("tensor " << t << " after amax " << amax);
+      CHECK(got[t] == float(expected[t]));
+    }
     ++slot;
-    double m = 0;
-    for (const double w : window) m = std::max(m, w);
-    if (m > 0) expected = float(448.0f / float(m));
-    INFO("after amax " << a);
-    CHECK(kamp::test::scalar_to_host(scale) == float(expected));
   }
   // With a margin of 1 the scale halves.
   kamp::fp8_scaling_options margin;
   margin.margin = 1;
-  kamp::fp8_delayed_update<kamp::fp8_e4m3>(space, history, slot, last, scale, margin);
+  kamp::fp8_delayed_update<kamp::fp8_e4m3>(space, history, slot, read_only_stats(last), scale, margin);
+  window[0][slot % 4] = 0.125;
   double m = 0;
-  window[slot % 4] = 0.125;
-  for (const double w : window) m = std::max(m, w);
-  CHECK(kamp::test::scalar_to_host(scale) == float(448.0f / float(m)) / 2.0f);
+  for (const double w : window[0]) m = std::max(m, w);
+  CHECK(kamp::test::to_host(scale)[0] == float(448.0f / float(m)) / 2.0f);
 
   // A window without data (zeros, or only non-finite amaxes) keeps the scale it had.
-  Kokkos::View<float*, memory> fresh("fresh", 2);
+  Kokkos::View<float**, Kokkos::LayoutRight, memory> fresh("fresh", 2, 2);
   Kokkos::deep_copy(scale, 5.0f);
   for (const float a : {0.0f, INFINITY, NAN}) {
-    Kokkos::deep_copy(last, kamp::fp8_cast_stats{a, 1.0f, 0u});
-    kamp::fp8_delayed_update<kamp::fp8_e4m3>(space, fresh, 0, last, scale);
-    CHECK(kamp::test::scalar_to_host(scale) == 5.0f);
+    set_last(a, a);
+    kamp::fp8_delayed_update<kamp::fp8_e4m3>(space, fresh, 0, read_only_stats(last), scale);
+    CHECK(kamp::test::to_host(scale) == std::vector<float>{5.0f, 5.0f});
   }
 }
 

@@ -160,3 +160,44 @@ TEST_CASE("a value that overflows even fp32: the doctor names the first op and s
   CHECK(d.step_skipped);
   CHECK(mentions(d.recommendations, "diverged"));
 }
+
+TEST_CASE("amp_fp8: weights that jump past delayed scaling's scale saturate, and the doctor names the tensor",
+          "[model][doctor][fp8]") {
+  for (const auto recipe : {kamp::fp8_recipe::delayed, kamp::fp8_recipe::current}) {
+    kamp::precision_policy p = policy(kamp::precision_mode::amp_fp8);
+    p.recipe = recipe;
+    kamp::trainer t(two_layers, p, options(), corpus(two_layers));
+    for (int i = 0; i < 3; ++i) t.step();
+    // 300x the weight: its amax leaves the window the delayed scale was computed from.
+    t.restore(scaled(t.state(), "h1.mlp.fc.weight", 300.0f));
+    const kamp::diagnosis d = kamp::diagnose(t);
+    INFO(kamp::name(recipe) << "\n" << kamp::report(d));
+    const auto fc_weight = std::find_if(d.fp8.begin(), d.fp8.end(), [](const kamp::fp8_tensor_report& r) {
+      return r.linear == "h1.mlp.fc" && r.role == "weight";
+    });
+    REQUIRE(fc_weight != d.fp8.end());
+    CHECK(d.fp8.size() == 3 * 4 * 2);  // input, weight and grad of 4 Linears in 2 blocks
+    if (recipe == kamp::fp8_recipe::delayed) {
+      CHECK(fc_weight->saturated > fc_weight->elements / 2);
+      CHECK(mentions(d.findings, "FP8 casts saturated"));
+      CHECK(mentions(d.findings, "h1.mlp.fc weight"));
+      CHECK(mentions(d.recommendations, "--fp8-recipe current"));
+    } else {
+      // Current scaling takes this step's amax: nothing saturates.
+      CHECK(fc_weight->saturated == 0);
+      CHECK_FALSE(mentions(d.findings, "FP8 casts saturated"));
+    }
+  }
+}
+
+TEST_CASE("amp_fp8: weights that shrink far below their delayed scale underflow: scale collapse",
+          "[model][doctor][fp8]") {
+  kamp::trainer t(two_layers, policy(kamp::precision_mode::amp_fp8), options(), corpus(two_layers));
+  for (int i = 0; i < 3; ++i) t.step();
+  t.restore(scaled(t.state(), "h0.attn.qkv.weight", 1e-6f));
+  const kamp::diagnosis d = kamp::diagnose(t);
+  INFO(kamp::report(d));
+  CHECK(mentions(d.findings, "FP8 scale collapse"));
+  CHECK(mentions(d.findings, "h0.attn.qkv weight"));
+  CHECK(mentions(d.recommendations, "--fp8-amax-history"));
+}

@@ -1,5 +1,5 @@
-// The precision rules: the llama-recipes guard, quantization, fp16 without loss scaling, and
-// bf16 on hardware without it; each rule triggered and each message checked.
+// The precision rules: the llama-recipes guard, quantization, fp16 without loss scaling, FP8's
+// conditions, and bf16 or FP8 on hardware without it; each rule triggered and each message checked.
 #include <kamp/kernels/gemm.hpp>
 #include <kamp/model/precision/gemm_paths.hpp>
 #include <kamp/model/precision/precision_rules.hpp>
@@ -48,6 +48,37 @@ TEST_CASE("bf16 parameters only for pure_bf16 without quantization (the llama-re
 
   // AMP keeps fp32 master weights: no bf16-parameter note.
   CHECK(find(kamp::check_precision(policy(kamp::precision_mode::amp_bf16), {}, native), "bf16-parameters") == nullptr);
+}
+
+TEST_CASE("FP8 is refused with quantization or without master weights, and said to be emulated on CPUs",
+          "[model][rules]") {
+  kamp::run_request request;
+  request.quantization = "int8";
+  const auto quantized = kamp::check_precision(policy(kamp::precision_mode::amp_fp8), request, native);
+  REQUIRE(find(quantized, "fp8-with-quantization") != nullptr);
+  CHECK(find(quantized, "fp8-with-quantization")->severity == level::error);
+  CHECK_THAT(find(quantized, "fp8-with-quantization")->message, kamp::test::contains("fp32 master"));
+
+  request = {};
+  request.fp8_settings = true;
+  const auto masterless = kamp::check_precision(policy(kamp::precision_mode::pure_bf16), request, native);
+  REQUIRE(find(masterless, "fp8-needs-master-weights") != nullptr);
+  CHECK(find(masterless, "fp8-needs-master-weights")->severity == level::error);
+  CHECK_THAT(find(masterless, "fp8-needs-master-weights")->message, kamp::test::contains("--mode amp_fp8"));
+  const auto unused = kamp::check_precision(policy(kamp::precision_mode::amp_bf16), request, native);
+  REQUIRE(find(unused, "fp8-settings-unused") != nullptr);
+  CHECK(find(unused, "fp8-settings-unused")->severity == level::note);
+  CHECK(find(kamp::check_precision(policy(kamp::precision_mode::amp_fp8), request, native), "fp8-settings-unused") ==
+        nullptr);
+
+  // A CPU has no FP8 dot products; a device that has them gets no note.
+  const auto cpu = kamp::check_precision(policy(kamp::precision_mode::amp_fp8), {}, native);
+  REQUIRE(find(cpu, "fp8-emulated") != nullptr);
+  CHECK_THAT(find(cpu, "fp8-emulated")->message, kamp::test::contains("widen their FP8 operands to bf16"));
+  kamp::hardware_report hopper = native;
+  hopper.native_fp8 = true;
+  CHECK(find(kamp::check_precision(policy(kamp::precision_mode::amp_fp8), {}, hopper), "fp8-emulated") == nullptr);
+  CHECK(std::none_of(cpu.begin(), cpu.end(), [](const auto& x) { return x.severity == level::error; }));
 }
 
 TEST_CASE("quantization alone is refused as unsupported", "[model][rules]") {

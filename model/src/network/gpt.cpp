@@ -2,6 +2,7 @@
 #include <kamp/kernels/nn.hpp>
 #include <kamp/model/network/gpt.hpp>
 
+#include "network/fp8_linears.hpp"
 #include "network/gpt_parts.hpp"
 
 #include <algorithm>
@@ -27,6 +28,7 @@ struct gpt<Real, ES>::buffers {
   using bytes = typename views<memory_space>::bytes;
   std::array<std::vector<bytes>, std::size_t(activation::count)> all;
   Kokkos::View<double, memory_space> loss{"kamp::gpt::loss"};  ///< the host-array API's loss sum
+  std::unique_ptr<detail::fp8_linears<ES>> fp8;                ///< amp_fp8's Linear layers
   int layers;
   activation_recompute recompute;
 
@@ -62,6 +64,8 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
   const auto layout = activation_layout(config, policy, batch, dtype_of<Real>(), recompute);
   for (std::size_t a = 0; a < layout.size(); ++a)
     for (const std::size_t size : layout[a].bytes) buf_->all[a].emplace_back(std::string(layout[a].label), size);
+  if (policy_.fp8())
+    buf_->fp8 = std::make_unique<detail::fp8_linears<ES>>(config_, policy_, std::size_t(batch) * config.context);
 }
 
 template <class Real, class ES>
@@ -184,6 +188,25 @@ void linear_backward(const ES& space, const DY& dy, const W& w, const A& a, cons
   gemm(space, op::transpose, op::none, 1.0f, dy, a, 1.0f, dw);
 }
 
+// A block's Linear, through FP8 where the model has FP8 Linears (amp_fp8) and the layer computes
+// in bf16 (not kept in fp32), else as the layer's compute type has it.
+template <class T, class ES, class A, class W, class C, class B>
+void block_linear_forward(const ES& space, detail::fp8_linears<ES>* fp8, int index, const A& a, const W& w, const C& c,
+                          const B& bias) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (fp8 != nullptr) return fp8->forward(space, index, a, w, c, bias);
+  }
+  linear(space, a, w, c, bias);
+}
+template <class T, class ES, class DY, class W, class A, class DA, class DW>
+void block_linear_backward(const ES& space, detail::fp8_linears<ES>* fp8, int index, const DY& dy, const W& w,
+                           const A& a, const DA& da, const DW& dw) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (fp8 != nullptr) return fp8->backward(space, index, dy, da, dw);
+  }
+  linear_backward(space, dy, w, a, da, dw);
+}
+
 // The loss sum in fp64 into a device scalar (a fixed reduction for a given thread count). A free
 // function: nvcc places no device lambda in a private member function.
 template <class ES, class Losses>
@@ -276,6 +299,7 @@ void gpt<Real, ES>::run(const token_view& tokens, const token_view& targets, boo
     forward<P>(with_grad, grad_scale, scaler);
     if (with_grad) backward<P>();
   });
+  if (with_grad && buf_->fp8) buf_->fp8->after_backward(space_);
   sum_losses(space_, views<memory_space>::template as_vector<const Real>((*buf_)(activation::losses), n), loss);
 }
 
@@ -329,7 +353,11 @@ void gpt<Real, ES>::attention_forward(int l) {
   constexpr layer_part attn = layer_part::attention;
   norm_forward<P, T>(2 * l, p.ln1, l, attn, "ln1");
   const auto qkv = ctx.compute(activation::qkv_rows, l, n, 3 * c);
-  linear(space_, ctx.compute(activation::ln_out, 2 * l, n, c), ctx.gemm(p.qkv.weight), qkv, ctx.bias(p.qkv.bias));
+  using detail::block_linear;
+  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
+  block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::qkv),
+                          ctx.compute(activation::ln_out, 2 * l, n, c), ctx.gemm(p.qkv.weight), qkv,
+                          ctx.bias(p.qkv.bias));
   note(l, attn, "attn.qkv", false, qkv);
 
   // q, k and v read where the projection wrote them: one GEMM each over all (B, H) heads.
@@ -347,8 +375,9 @@ void gpt<Real, ES>::attention_forward(int l) {
   note(l, attn, "attn.values", false, atty);
 
   // The branch alone: LayerNorm 2l + 1 adds the skip connection (norm_forward).
-  linear(space_, atty, ctx.gemm(p.attn_proj.weight), ctx.real(activation::residual, 2 * l + 1, n, c),
-         ctx.bias(p.attn_proj.bias));
+  block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::attn_proj), atty,
+                          ctx.gemm(p.attn_proj.weight), ctx.real(activation::residual, 2 * l + 1, n, c),
+                          ctx.bias(p.attn_proj.bias));
 }
 
 template <class Real, class ES>
@@ -361,13 +390,23 @@ void gpt<Real, ES>::mlp_forward(int l) {
   norm_forward<P, T>(2 * l + 1, p.ln2, l, mlp, "ln2");
   const auto fc_pre = ctx.real(activation::fc_pre, l, n, m);
   const auto fc_act = ctx.compute(activation::fc_act, l, n, m);
-  gemm_bias_gelu(space_, op::none, op::transpose, 1.0f, ctx.compute(activation::ln_out, 2 * l + 1, n, c),
-                 ctx.gemm(p.fc.weight), ctx.bias(p.fc.bias), fc_pre, fc_act);
+  using detail::block_linear;
+  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
+  const auto fc_in = ctx.compute(activation::ln_out, 2 * l + 1, n, c);
+  if (std::is_same_v<T, bf16> && buf_->fp8) {
+    block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::fc), fc_in, ctx.gemm(p.fc.weight), fc_pre,
+                            ctx.bias(p.fc.bias));
+    detail::gelu_forward_kernel(space_, static_cast<const Real*>(fc_pre.data()), fc_act.data(), fc_pre.size());
+  } else {
+    gemm_bias_gelu(space_, op::none, op::transpose, 1.0f, fc_in, ctx.gemm(p.fc.weight), ctx.bias(p.fc.bias), fc_pre,
+                   fc_act);
+  }
   note(l, mlp, "mlp.fc", false, fc_pre);
   note(l, mlp, "mlp.gelu", false, fc_act);
   if (recomputing_) return;  // the branch's output is block l + 1's kept input, and the backward pass reads fc_act
-  linear(space_, fc_act, ctx.gemm(p.mlp_proj.weight), ctx.real(activation::residual, 2 * l + 2, n, c),
-         ctx.bias(p.mlp_proj.bias));
+  block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::mlp_proj), fc_act,
+                          ctx.gemm(p.mlp_proj.weight), ctx.real(activation::residual, 2 * l + 2, n, c),
+                          ctx.bias(p.mlp_proj.bias));
 }
 
 template <class Real, class ES>
@@ -463,11 +502,13 @@ void gpt<Real, ES>::head_backward() {
 
 template <class Real, class ES>
 template <class P, class T, class In, class DIn>
-void gpt<Real, ES>::residual_branch_backward(const linear_parameters& p, const In& input, const DIn& d_input) {
+void gpt<Real, ES>::residual_branch_backward(const linear_parameters& p, int fp8_index, const In& input,
+                                             const DIn& d_input) {
   const pass<P, T> ctx(*this);
   const auto dresid = ctx.real(activation::dresid, 0, ctx.rows, ctx.width);
   const auto dy = in_compute_type_with_bias_grad<T>(space_, dresid, (*buf_)(activation::dresid_low), ctx.grad(p.bias));
-  linear_backward(space_, dy, ctx.gemm(p.weight), input, d_input, ctx.grad_matrix(p.weight));
+  block_linear_backward<T>(space_, buf_->fp8.get(), fp8_index, dy, ctx.gemm(p.weight), input, d_input,
+                           ctx.grad_matrix(p.weight));
 }
 
 template <class Real, class ES>
@@ -478,15 +519,18 @@ void gpt<Real, ES>::mlp_backward(int l) {
   const std::size_t n = ctx.rows, c = ctx.width, m = ctx.hidden;
   constexpr layer_part mlp = layer_part::mlp;
   const auto dfc_act = ctx.real(activation::dfc_act, 0, n, m);
-  residual_branch_backward<P, T>(p.mlp_proj, ctx.compute(activation::fc_act, l, n, m), dfc_act);
+  using detail::block_linear;
+  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
+  residual_branch_backward<P, T>(p.mlp_proj, fp8_index(block_linear::mlp_proj),
+                                 ctx.compute(activation::fc_act, l, n, m), dfc_act);
   note(l, mlp, "mlp.proj", true, dfc_act);
   const auto dfc_pre = ctx.compute(activation::dfc_pre, 0, n, m);
   gelu_backward_and_bias_grad(space_, read_only(dfc_act), read_only(ctx.real(activation::fc_pre, l, n, m)), dfc_pre,
                               ctx.grad(p.fc.bias));
   note(l, mlp, "mlp.gelu", true, dfc_pre);
   const auto dln = ctx.real(activation::dln, 0, n, c);
-  linear_backward(space_, dfc_pre, ctx.gemm(p.fc.weight), ctx.compute(activation::ln_out, 2 * l + 1, n, c), dln,
-                  ctx.grad_matrix(p.fc.weight));
+  block_linear_backward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::fc), dfc_pre, ctx.gemm(p.fc.weight),
+                           ctx.compute(activation::ln_out, 2 * l + 1, n, c), dln, ctx.grad_matrix(p.fc.weight));
   note(l, mlp, "mlp.fc", true, dln);
   norm_backward<P>(2 * l + 1, p.ln2, l, mlp, "ln2");
 }
@@ -499,7 +543,10 @@ void gpt<Real, ES>::attention_backward(int l) {
   const std::size_t n = ctx.rows, c = ctx.width, score_rows = ctx.head_count * ctx.context;
   constexpr layer_part attn = layer_part::attention;
   const auto datty = ctx.compute(activation::dattn_out, 0, n, c);
-  residual_branch_backward<P, T>(p.attn_proj, ctx.compute(activation::attn_out, l, n, c), datty);
+  using detail::block_linear;
+  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
+  residual_branch_backward<P, T>(p.attn_proj, fp8_index(block_linear::attn_proj),
+                                 ctx.compute(activation::attn_out, l, n, c), datty);
   note(l, attn, "attn.proj", true, datty);
 
   const auto dout = ctx.head_matrices(static_cast<const T*>(datty.data()), 1);
@@ -522,10 +569,34 @@ void gpt<Real, ES>::attention_backward(int l) {
   gemm_strided_batched(space_, op::transpose, op::none, ctx.attention_scale, ds, q, 0.0f, dk);
   const auto dln = ctx.real(activation::dln, 0, n, c);
   column_sums(space_, read_only(dqkv_rows), ctx.grad(p.qkv.bias));
-  linear_backward(space_, read_only(dqkv_rows), ctx.gemm(p.qkv.weight), ctx.compute(activation::ln_out, 2 * l, n, c),
-                  dln, ctx.grad_matrix(p.qkv.weight));
+  block_linear_backward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::qkv), read_only(dqkv_rows),
+                           ctx.gemm(p.qkv.weight), ctx.compute(activation::ln_out, 2 * l, n, c), dln,
+                           ctx.grad_matrix(p.qkv.weight));
   note(l, attn, "attn.qkv", true, dln);
   norm_backward<P>(2 * l, p.ln1, l, attn, "ln1");
+}
+
+template <class Real, class ES>
+fp8_scaling_state gpt<Real, ES>::fp8_state() const {
+  return buf_->fp8 ? buf_->fp8->state() : fp8_scaling_state{};
+}
+
+template <class Real, class ES>
+void gpt<Real, ES>::restore_fp8_state(const fp8_scaling_state& s) {
+  if (buf_->fp8) return buf_->fp8->restore(s);
+  if (!s.scales.empty() || !s.history.empty())
+    throw std::invalid_argument(std::string("the state holds FP8 scales, but this run's mode is ") +
+                                name(policy_.mode) + ": resume with --mode amp_fp8");
+}
+
+template <class Real, class ES>
+std::vector<fp8_tensor_report> gpt<Real, ES>::fp8_report() const {
+  if (!buf_->fp8) return {};
+  std::vector<std::string> names;
+  for (int l = 0; l < config_.layers; ++l)
+    for (const char* linear : {"attn.qkv", "attn.proj", "mlp.fc", "mlp.proj"})
+      names.push_back("h" + std::to_string(l) + "." + linear);
+  return buf_->fp8->report(names);
 }
 
 template <class Real, class ES>

@@ -12,6 +12,10 @@ namespace {
 
 constexpr double fp16_max = 65504.0;
 constexpr double underflow_threshold = 0.01, swallowed_threshold = 0.10;
+// FP8: saturation clamps outliers (delayed scaling clamps a few while the weights grow, as in
+// Transformer Engine; 0.1-0.2% of a tensor in the first steps of the doctor tests); underflow
+// to zero means the scale no longer fits the data.
+constexpr double fp8_saturation_threshold = 0.01, fp8_underflow_threshold = 0.01;
 
 std::string percent(double fraction) {
   char text[32];
@@ -163,8 +167,34 @@ void conclude_swallowed_updates(diagnosis& d) {
   }
 }
 
+void conclude_fp8(diagnosis& d) {
+  std::string saturated, collapsed;
+  for (const auto& t : d.fp8) {
+    const double n = double(std::max<std::size_t>(t.elements, 1));
+    const std::string tensor = t.linear + " " + t.role + " (" + name(t.format) + ", scale " + number(t.scale) + ")";
+    if (t.saturated / n > fp8_saturation_threshold)
+      saturated += (saturated.empty() ? "" : ", ") + tensor + " " + percent(t.saturated / n);
+    if (t.underflowed / n > fp8_underflow_threshold)
+      collapsed += (collapsed.empty() ? "" : ", ") + tensor + " " + percent(t.underflowed / n);
+  }
+  if (!saturated.empty()) {
+    d.findings.push_back("FP8 casts saturated (clamped at the format's largest value): " + saturated);
+    d.recommendations.push_back(
+        "the amaxes grew faster than delayed scaling's scales follow: use --fp8-recipe current, or a shorter "
+        "--fp8-amax-history; or keep the layer out of FP8 with --fp32-layers");
+  }
+  if (!collapsed.empty()) {
+    d.findings.push_back("FP8 scale collapse: non-zero values became zero in " + collapsed);
+    d.recommendations.push_back(
+        "a scale sits far below what the data needs (an old amax spike in the delayed history, or gradients "
+        "beyond E5M2's range below its smallest subnormal): use --fp8-recipe current or a shorter "
+        "--fp8-amax-history, or --fp32-layers for the layer");
+  }
+}
+
 void conclude(diagnosis& d) {
   conclude_non_finite(d);
+  conclude_fp8(d);
   conclude_fp16_range(d);
   conclude_gradient_underflow(d);
   conclude_swallowed_updates(d);
@@ -184,6 +214,7 @@ diagnosis diagnose(trainer& t) {
     d.step_skipped = r.skipped;
     d.loss = r.loss;
     t.model().observe(nullptr);
+    d.fp8 = t.model().fp8_report();
     measure_gradients(t, d);
     measure_updates(t.model().table(), before, t.state(), d);
   } catch (...) {
@@ -213,6 +244,16 @@ std::string report(const diagnosis& d) {
                   static_cast<unsigned long long>(o.range.non_finite),
                   !o.backward && o.range.max_abs > fp16_max ? "  > fp16 max" : "");
     out << line;
+  }
+  if (!d.fp8.empty()) {
+    std::snprintf(line, sizeof line, "  %-14s %-7s %-9s %10s %10s %10s %10s\n", "FP8 tensor", "role", "format",
+                  "amax", "scale", "saturated", "to zero");
+    out << line;
+    for (const auto& t : d.fp8) {
+      std::snprintf(line, sizeof line, "  %-14s %-7s %-9s %10.4g %10.4g %10u %10u\n", t.linear.c_str(),
+                    t.role.c_str(), name(t.format), t.amax, t.scale, t.saturated, t.underflowed);
+      out << line;
+    }
   }
   out << "  gradients below fp16's smallest subnormal at this scale: " << percent(d.gradient_underflow_fp16)
       << " (below its smallest normal: " << percent(d.gradient_subnormal_fp16) << ")\n";

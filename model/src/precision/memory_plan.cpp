@@ -219,7 +219,21 @@ memory_plan plan_memory(const gpt_config& model, const precision_policy& policy,
     }
   }
   p.activations = activation_bytes(model, layers, batch, recompute);
+  p.fp8 = fp8_bytes(model, policy, batch);
   return p;
+}
+
+double fp8_bytes(const gpt_config& model, const precision_policy& policy, int batch) {
+  if (!policy.fp8()) return 0;
+  const layer_sizes layers(model, policy);
+  const double rows = double(batch) * model.context, c = model.d_model, m = model.mlp;
+  // Per FP8 attention: the inputs of qkv and attn.proj, and their weights; per FP8 MLP: those of
+  // mlp.fc and mlp.proj. One E5M2 buffer takes the widest output gradient of them.
+  const double copies = layers.low_attn * (2 * rows * c + 4 * c * c) + layers.low_mlp * (rows * (c + m) + 2 * m * c);
+  const double widest_grad = std::max(layers.low_attn > 0 ? 3 * c : 0.0, layers.low_mlp > 0 ? std::max(m, c) : 0.0);
+  const double tensors = 3 * 4 * layers.blocks;
+  const double history = policy.recipe == fp8_recipe::delayed ? policy.amax_history : 0;
+  return copies + rows * widest_grad + tensors * (2 * 4 + sizeof(fp8_cast_stats) + 4 * history);
 }
 
 double parameter_estimate(const gpt_config& model) {

@@ -12,7 +12,7 @@ namespace kamp {
 
 namespace {
 
-enum category { parameters, gradients, master, optimizer, activations, other, categories };
+enum category { parameters, gradients, master, optimizer, activations, fp8, other, categories };
 
 struct ledger {
   std::mutex lock;
@@ -48,6 +48,7 @@ category classify(const char* label) {
     return master;
   if (starts_with(label, "kamp::optimizer::moment") || std::strcmp(label, "kamp::optimizer::compensation") == 0)
     return optimizer;
+  if (starts_with(label, "kamp::fp8::")) return fp8;
   // The model's buffers (activation_layout's labels) and its token index.
   if (starts_with(label, "kamp::gpt::") || starts_with(label, "kamp::token_rows::")) return activations;
   return other;
@@ -87,6 +88,7 @@ memory_plan as_plan(const double* bytes) {
   p.master = bytes[master];
   p.optimizer = bytes[optimizer];
   p.activations = bytes[activations];
+  p.fp8 = bytes[fp8];
   return p;
 }
 

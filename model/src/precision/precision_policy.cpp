@@ -9,7 +9,7 @@ namespace kamp {
 
 const std::vector<precision_mode>& precision_modes() {
   static const std::vector<precision_mode> all{precision_mode::fp32, precision_mode::amp_bf16, precision_mode::amp_fp16,
-                                               precision_mode::pure_bf16};
+                                               precision_mode::pure_bf16, precision_mode::amp_fp8};
   return all;
 }
 
@@ -23,6 +23,8 @@ const char* name(precision_mode m) {
       return "amp_fp16";
     case precision_mode::pure_bf16:
       return "pure_bf16";
+    case precision_mode::amp_fp8:
+      return "amp_fp8";
   }
   return "?";
 }
@@ -51,6 +53,9 @@ pure_bf16_update parse_pure_bf16_update(const std::string& s) {
 }
 
 void precision_policy::validate(const gpt_config& model) const {
+  if (amax_history < 1 || amax_history > (1 << 20))
+    throw std::invalid_argument("precision policy: the FP8 amax history holds " + std::to_string(amax_history) +
+                                " steps; give 1 to 1048576 (--fp8-amax-history; Transformer Engine's default is 1024)");
   for (const auto& layer : fp32_layers)
     if (!find_layer(layer, model.layers))
       throw std::invalid_argument("precision policy: fp32 override '" + layer + "' names no layer; this model has " +

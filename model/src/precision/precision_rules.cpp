@@ -17,7 +17,12 @@ std::vector<precision_finding> check_precision(const precision_policy& policy, c
   using level = precision_finding::level;
   std::vector<precision_finding> out;
   const bool quantized = request.quantization != "none";
-  if (quantized && policy.mode == precision_mode::pure_bf16)
+  if (quantized && policy.fp8())
+    out.push_back({level::error, "fp8-with-quantization",
+                   "amp_fp8 casts each weight to FP8 at every step from its fp32 master weight, with a scale "
+                   "from that weight's amax; quantized weights have no fp32 master to cast from, and kamp trains "
+                   "no quantized models. Drop --quantization"});
+  else if (quantized && policy.mode == precision_mode::pure_bf16)
     out.push_back({level::error, "pure-bf16-with-quantization",
                    "pure_bf16 stores the parameters themselves in bf16, and quantized weights cannot be cast to bf16: "
                    "llama-recipes casts the model to bf16 only when pure_bf16 is asked for and quantization is off. "
@@ -38,6 +43,21 @@ std::vector<precision_finding> check_precision(const precision_policy& policy, c
                    "enable_fsdp: kamp shards the model copy, gradients and optimizer state over the ranks of a run "
                    "started with mpirun or srun (--sharding parameters, FSDP's full shard); a run in one process "
                    "shards nothing"});
+  if (request.fp8_settings && policy.mode == precision_mode::pure_bf16)
+    out.push_back({level::error, "fp8-needs-master-weights",
+                   "FP8 settings with pure_bf16: FP8 training keeps fp32 master weights and casts them to FP8 at "
+                   "every step (Transformer Engine's recipes; an FP8 weight updated in place would lose every "
+                   "update below half its 2^-3 ulp), and pure_bf16 has no master. Use --mode amp_fp8"});
+  else if (request.fp8_settings && !policy.fp8())
+    out.push_back({level::note, "fp8-settings-unused",
+                   "--fp8-recipe and --fp8-amax-history apply to amp_fp8 only; " + std::string(name(policy.mode)) +
+                       " runs no FP8 GEMM"});
+  if (policy.fp8() && !hardware.native_fp8)
+    out.push_back({level::note, "fp8-emulated",
+                   hardware.device + " has no FP8 dot products: amp_fp8's GEMMs widen their FP8 operands to bf16 "
+                                     "(exactly) and run as bf16 GEMMs, so they take no less time than amp_bf16's, "
+                                     "and the casts with their amax add passes over the data. The casts, scales "
+                                     "and results are those a GPU with FP8 computes, to its summation order"});
   if (policy.mode == precision_mode::amp_fp16 && request.loss_scaling == loss_scaling::off)
     out.push_back({request.force_unscaled_fp16 ? level::warning : level::error, "fp16-needs-loss-scaling",
                    std::string("amp_fp16 without loss scaling: gradient values below 6e-8 (fp16's smallest "

@@ -82,6 +82,60 @@ void write_scaler(hid_t group, const loss_scale_state& s) {
   });
 }
 
+// amp_fp8's scaling state: /fp8/scales (3n) and, for delayed scaling, /fp8/amax_history
+// (3n x length), each with format 4's content hash; /fp8's attribute `updates`. Rank 0 writes them
+// (every rank holds the same state).
+std::vector<std::size_t> fp8_shape(const training_state& s, bool history) {
+  const std::size_t tensors = 3 * 4 * std::size_t(s.model.layers);
+  if (!history) return {tensors};
+  return {tensors, s.policy.recipe == fp8_recipe::delayed ? std::size_t(s.policy.amax_history) : 0};
+}
+
+void write_fp8(hid_t root, const training_state& s, const dist::communicator& ranks) {
+  h5::handle group = h5::create_group(root, "fp8");
+  h5::write_attribute(group.get(), "updates", s.fp8.updates);
+  const auto write = [&](const char* name, const std::vector<float>& values, bool history) {
+    const auto shape = fp8_shape(s, history);
+    std::size_t elements = 1;
+    for (const std::size_t d : shape) elements *= d;
+    if (values.size() != elements)
+      throw std::invalid_argument("kamp::write_checkpoint: the FP8 state has " + std::to_string(values.size()) + " " +
+                                  name + ", the model and recipe need " + std::to_string(elements));
+    if (elements == 0) return;
+    const std::uint64_t hash = h5::content_hash(values.data(), dtype::fp32, 0, elements) +
+                               h5::identity_hash(std::string("fp8/") + name, dtype::fp32, shape);
+    const element_range part = ranks.rank() == 0 ? element_range{0, elements} : element_range{0, 0};
+    h5::write_dataset(group.get(), name, dtype::fp32, shape, values.data(), part, hash, ranks.distributed());
+  };
+  write("scales", s.fp8.scales, false);
+  write("amax_history", s.fp8.history, true);
+}
+
+void read_fp8(hid_t root, training_state& s) {
+  if (H5Lexists(root, "fp8", H5P_DEFAULT) <= 0)
+    throw checkpoint_error("group /fp8 is missing: amp_fp8 checkpoints hold the FP8 scales there");
+  h5::handle group = h5::open_group(root, "fp8", "/fp8");
+  s.fp8.updates = h5::read_int_attribute(group.get(), "updates", "/fp8");
+  const auto read = [&](const char* name, std::vector<float>& values, bool history) {
+    const auto shape = fp8_shape(s, history);
+    std::size_t elements = 1;
+    for (const std::size_t d : shape) elements *= d;
+    values.assign(elements, 0.0f);
+    if (elements == 0) return;
+    const std::string where = std::string("/fp8/") + name;
+    h5::handle set = h5::open_dataset(group.get(), name, dtype::fp32, shape, where);
+    h5::read_elements(set, dtype::fp32, shape, values.data(), element_range{0, elements}, where);
+    const std::uint64_t hash = h5::content_hash(values.data(), dtype::fp32, 0, elements) +
+                               h5::identity_hash(std::string("fp8/") + name, dtype::fp32, shape);
+    if (h5::read_uint_attribute(set.get(), "content_hash", where) != hash)
+      throw checkpoint_error(
+          "dataset " + where +
+          " does not hold the values that were written (content hash mismatch: the file was edited)");
+  };
+  read("scales", s.fp8.scales, false);
+  read("amax_history", s.fp8.history, true);
+}
+
 void read_scaler(hid_t group, loss_scale_state& s) {
   const attribute_reader read{group, "/loss_scaler"};
   detail::for_each_scaler_field(s, [&](const char* name, auto& v) {
@@ -130,6 +184,13 @@ std::uint64_t digest(const training_state& s, std::int64_t format_version, const
   detail::for_each_field(s.model, d);
   detail::for_each_option(s.options, d);
   detail::for_each_scaler_field(s.scaler, d);
+  if (s.policy.fp8()) {
+    d("fp8_recipe", std::string(name(s.policy.recipe)));
+    d("fp8_amax_history", std::int64_t(s.policy.amax_history));
+    d("fp8_updates", s.fp8.updates);
+    d("fp8/scales", h5::content_hash(s.fp8.scales.data(), dtype::fp32, 0, s.fp8.scales.size()));
+    d("fp8/amax_history", h5::content_hash(s.fp8.history.data(), dtype::fp32, 0, s.fp8.history.size()));
+  }
   for (const auto& [path, hash] : tensors) d(path.c_str(), hash);
   return h5::sequential_content_hash(d.text.data(), d.text.size());
 }
@@ -231,9 +292,14 @@ void write_file(const std::string& path, const training_state& state, const dist
     h5::write_attribute(config.get(), "mode", std::string(name(state.policy.mode)));
     h5::write_attribute(config.get(), "pure_bf16_update", std::string(name(state.policy.update)));
     h5::write_attribute(config.get(), "fp32_layers", join(state.policy.fp32_layers));
+    if (state.policy.fp8()) {
+      h5::write_attribute(config.get(), "fp8_recipe", std::string(name(state.policy.recipe)));
+      h5::write_attribute(config.get(), "fp8_amax_history", std::int64_t(state.policy.amax_history));
+    }
     detail::for_each_option(state.options, attribute_writer{config.get()});
   }
   write_scaler(h5::create_group(root, "loss_scaler").get(), state.scaler);
+  if (state.policy.fp8()) write_fp8(root, state, ranks);
   auto hash = hashes.begin();
   for (const auto& t : state.tensors) {
     h5::handle group = h5::create_group(root, t.role);
@@ -350,6 +416,13 @@ training_state read_description(hid_t root, std::int64_t version) {
     s.policy.mode = parse_precision_mode(h5::read_string_attribute(config.get(), "mode", "/config"));
     s.policy.update = parse_pure_bf16_update(h5::read_string_attribute(config.get(), "pure_bf16_update", "/config"));
     s.policy.fp32_layers = split(h5::read_string_attribute(config.get(), "fp32_layers", "/config"));
+    if (s.policy.fp8()) {
+      s.policy.recipe = parse_fp8_recipe(h5::read_string_attribute(config.get(), "fp8_recipe", "/config"));
+      const std::int64_t history = h5::read_int_attribute(config.get(), "fp8_amax_history", "/config");
+      if (history < 1 || history > (1 << 20))
+        throw std::invalid_argument("fp8_amax_history " + std::to_string(history) + " is outside [1, 1048576]");
+      s.policy.amax_history = int(history);
+    }
     s.policy.validate(s.model);
     s.options.validate();
   } catch (const std::invalid_argument& e) {
@@ -358,6 +431,7 @@ training_state read_description(hid_t root, std::int64_t version) {
   if (h5::read_string_attribute(root, "precision_mode", "/") != name(s.policy.mode))
     throw checkpoint_error("attribute /precision_mode disagrees with /config mode");
   read_scaler(h5::open_group(root, "loss_scaler", "/loss_scaler").get(), s.scaler);
+  if (s.policy.fp8()) read_fp8(root, s);
   return s;
 }
 

@@ -62,8 +62,8 @@ void for_each_run_field(A& a, B& b, F&& f) {
   static_assert(std::is_same_v<std::remove_const_t<A>, training_state> &&
                 std::is_same_v<std::remove_const_t<B>, training_state>);
   // A new member of training_state stops the build here until it is listed below (or is a
-  // tensor's): eleven members, in declaration order.
-  auto& [model, policy, options, steps_taken, attempts, scaler, tensors, slice, run_config, kamp_version,
+  // tensor's): twelve members, in declaration order.
+  auto& [model, policy, options, steps_taken, attempts, scaler, fp8, tensors, slice, run_config, kamp_version,
          format_version] = a;
   f(model, b.model);
   f(policy, b.policy);
@@ -71,6 +71,7 @@ void for_each_run_field(A& a, B& b, F&& f) {
   f(steps_taken, b.steps_taken);
   f(attempts, b.attempts);
   f(scaler, b.scaler);
+  f(fp8, b.fp8);
   f(run_config, b.run_config);
   f(kamp_version, b.kamp_version);
   f(format_version, b.format_version);

@@ -114,6 +114,7 @@ std::unique_ptr<optimizer_slot> make_optimizer(const precision_policy& policy, c
     case precision_mode::fp32:
       return slot(float(), float(), weight_update::nearest, rounding_options{});
     case precision_mode::amp_bf16:
+    case precision_mode::amp_fp8:  // the FP8 copies are cast from the bf16 one at each forward pass
       return slot(bf16(), float(), weight_update::master, rounding_options{});
     case precision_mode::amp_fp16:
       return slot(fp16(), float(), weight_update::master, rounding_options{});

@@ -38,6 +38,11 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
     throw std::invalid_argument("trainer: the data holds token " + std::to_string(data.max_token()) +
                                 ", outside the model's vocabulary of " + std::to_string(config.vocab) +
                                 ": give the model the tokenizer's vocabulary (--vocab)");
+  if (policy.fp8() && parallel.ranks.distributed())
+    throw std::invalid_argument(
+        "trainer: amp_fp8 runs in one process for now: each rank would scale its FP8 tensors from its own amaxes "
+        "(Transformer Engine reduces them over the data-parallel ranks first; kamp does not yet). Train in one "
+        "process, or use --mode amp_bf16 with several ranks");
   if (parallel.gradient_reduction != dtype::fp32 && parallel.gradient_reduction != dtype::bf16)
     throw std::invalid_argument(std::string("trainer: gradients are reduced in fp32 or bf16, not ") +
                                 name(parallel.gradient_reduction));
@@ -298,6 +303,7 @@ training_state trainer::state() const {
   s.steps_taken = steps_taken();
   s.attempts = attempts_;
   s.scaler = scaler_.host_state();
+  s.fp8 = model_->fp8_state();
   s.tensors = optimizer_->state();
   if (parallel_.ranks.distributed()) s.slice = shard();
   return s;
@@ -397,6 +403,7 @@ void trainer::restore(const training_state& s) {
       dist::agree<std::invalid_argument>(parallel_.ranks, "the saved state does not fit this run on another rank", [&] {
         check_restorable(s);
         scaler_.restore(s.scaler);
+        model_->restore_fp8_state(s.fp8);  // checks first, changes nothing when it throws
       });
   if (!problem.empty()) {
     scaler_.restore(before);

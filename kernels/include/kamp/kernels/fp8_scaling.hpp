@@ -28,6 +28,8 @@ struct fp8_cast_stats {
   /// Finite inputs whose scaled magnitude exceeded the format's largest value, so the
   /// saturating cast clamped them.
   std::uint32_t saturated;
+  /// Finite non-zero inputs that became zero: a scale too small for the data.
+  std::uint32_t underflowed;
 };
 
 /// \brief How per-tensor scales follow the data.
@@ -75,35 +77,41 @@ struct quantize_items {
   std::size_t n;
   Kokkos::View<const float, MemorySpace> scale;
 
-  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = {0.0f, 1.0f / scale(), 0u}; }
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = {0.0f, 1.0f / scale(), 0u, 0u}; }
   KOKKOS_INLINE_FUNCTION void join(value_type& a, const value_type& b) const {
     a.amax = a.amax > b.amax ? a.amax : b.amax;
     a.saturated += b.saturated;
+    a.underflowed += b.underflowed;
   }
   KOKKOS_INLINE_FUNCTION void join(volatile value_type& a, const volatile value_type& b) const {
     a.amax = a.amax > b.amax ? a.amax : b.amax;
     a.saturated += b.saturated;
+    a.underflowed += b.underflowed;
   }
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t k, value_type& v) const {
     constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
-    const std::uint32_t fp8_max = float_to_bits(float(format_traits<Out>::max()));
+    constexpr float max = float(format_traits<Out>::max());  // constexpr: no host call in device code
+    const std::uint32_t fp8_max = float_to_bits(max);
     const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
     const float s = scale();
     Out* KAMP_RESTRICT dst = out;
     const In* KAMP_RESTRICT src = in;
-    std::uint32_t amax = 0, saturated = 0;
+    std::uint32_t amax = 0, saturated = 0, underflowed = 0;
     for (std::size_t i = begin; i < end; ++i) {
       const float x = load_float(src + i);
       const float scaled = x * s;
-      dst[i].bits = detail::narrow_fp8_bits<Out>(scaled, fp8_overflow::saturate);
+      const std::uint8_t bits = detail::narrow_fp8_bits<Out>(scaled, fp8_overflow::saturate);
+      dst[i].bits = bits;
       const std::uint32_t a = amax_bits(x);
       amax = a > amax ? a : amax;
       const std::uint32_t m = float_to_bits(scaled) & 0x7fffffffu;
       saturated += (m > fp8_max && m < 0x7f800000u) ? 1u : 0u;
+      underflowed += (a != 0u && a < 0x7f800000u && (bits & 0x7fu) == 0u) ? 1u : 0u;
     }
     const float local = bits_to_float(amax);
     v.amax = local > v.amax ? local : v.amax;
     v.saturated += saturated;
+    v.underflowed += underflowed;
   }
 };
 
@@ -153,7 +161,7 @@ void check_fp8_input(const Kokkos::View<In*, Props...>&) {
 }  // namespace detail
 
 /// \brief out(i) = saturating RNE cast of in(i) · scale, in one pass that also writes `stats`:
-/// the input's amax, 1/scale, and how many elements saturated. `scale` and `stats` are scalars
+/// the input's amax, 1/scale, and how many elements saturated or underflowed to zero. `scale` and `stats` are scalars
 /// in the execution space's memory, so nothing waits for the host. One launch (kamp::quantize_fp8).
 ///
 /// The cast saturates (an infinity becomes the largest value), so an overflow check belongs on
@@ -193,49 +201,58 @@ void amax(const ExecutionSpace& space, const Kokkos::View<In*, InProps...>& in,
                           detail::amax_items<ExecutionSpace, in_t>{in.data(), n}, result);
 }
 
-/// \brief Current scaling: scale = fp8_max / max(amax, epsilon), computed on the device from
-/// this tensor's `amax` (kamp::amax). 1 where amax is 0, inf or NaN, FLT_MAX where the division
-/// overflows (Transformer Engine's compute_scale_from_amax). One launch.
+/// \brief Current scaling, for a group of tensors of one format: scale(t) = fp8_max /
+/// max(amax(t), epsilon), from each tensor's own amax (kamp::amax). 1 where amax is 0, inf or NaN,
+/// FLT_MAX where the division overflows (Transformer Engine's compute_scale_from_amax). One launch.
 template <class Format, class ExecutionSpace>
 void fp8_current_scale(const ExecutionSpace& space,
-                       const Kokkos::View<const float, typename ExecutionSpace::memory_space>& amax,
-                       const Kokkos::View<float, typename ExecutionSpace::memory_space>& scale,
+                       const Kokkos::View<const float*, typename ExecutionSpace::memory_space>& amax,
+                       const Kokkos::View<float*, typename ExecutionSpace::memory_space>& scale,
                        const fp8_scaling_options& options = {}) {
   static_assert(is_float8_v<Format>, "kamp::fp8_current_scale: Format is an FP8 type");
+  if (amax.extent(0) != scale.extent(0))
+    throw std::invalid_argument("kamp::fp8_current_scale: " + std::to_string(amax.extent(0)) + " amaxes for " +
+                                std::to_string(scale.extent(0)) + " scales");
   constexpr float fp8_max = float(format_traits<Format>::max());
-  detail::single_task(
-      "kamp::fp8_current_scale", space, KOKKOS_LAMBDA() {
-        const float a = amax() < options.amax_epsilon ? options.amax_epsilon : amax();
-        scale() = detail::scale_from_amax(a, fp8_max, options, 1.0f);
+  Kokkos::parallel_for(
+      "kamp::fp8_current_scale", Kokkos::RangePolicy<ExecutionSpace>(space, 0, scale.extent(0)), KOKKOS_LAMBDA(int t) {
+        const float a = amax(t) < options.amax_epsilon ? options.amax_epsilon : amax(t);
+        scale(t) = detail::scale_from_amax(a, fp8_max, options, 1.0f);
       });
 }
 
-/// \brief Delayed scaling, after a step's cast: writes the cast's amax into slot `slot` of the
-/// amax history (a ring: the slot is the number of updates so far modulo its length, which the
-/// host knows), then scale = fp8_max / (max over the history) / 2^margin, on the device.
+/// \brief Delayed scaling, after a step's casts, for a group of tensors of one format: writes
+/// each cast's amax into slot `slot` of its amax history (row t of `history`, a ring: the slot is
+/// the number of updates so far modulo its length, which the host knows), then scale(t) =
+/// fp8_max / (max over row t) / 2^margin. One launch for the group (Transformer Engine's bulk
+/// update).
 ///
 /// As in Transformer Engine the previous scale is kept while that max is 0 (no data yet), and a
 /// scale that overflows becomes FLT_MAX. Unlike it, a non-finite amax (the step's data held an
 /// infinity or NaN, which the high-precision overflow check skips) enters the history as 0: one
-/// bad step does not pin the scale for the whole window. One launch.
+/// bad step does not pin the scale for the whole window.
 template <class Format, class ExecutionSpace>
-void fp8_delayed_update(const ExecutionSpace& space,
-                        const Kokkos::View<float*, typename ExecutionSpace::memory_space>& history, std::int64_t slot,
-                        const Kokkos::View<const fp8_cast_stats, typename ExecutionSpace::memory_space>& last,
-                        const Kokkos::View<float, typename ExecutionSpace::memory_space>& scale,
-                        const fp8_scaling_options& options = {}) {
+void fp8_delayed_update(
+    const ExecutionSpace& space,
+    const Kokkos::View<float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& history, std::int64_t slot,
+    const Kokkos::View<const fp8_cast_stats*, typename ExecutionSpace::memory_space>& last,
+    const Kokkos::View<float*, typename ExecutionSpace::memory_space>& scale, const fp8_scaling_options& options = {}) {
   static_assert(is_float8_v<Format>, "kamp::fp8_delayed_update: Format is an FP8 type");
-  if (history.extent(0) == 0) throw std::invalid_argument("kamp::fp8_delayed_update: the amax history is empty");
+  if (history.extent(1) == 0) throw std::invalid_argument("kamp::fp8_delayed_update: the amax history is empty");
+  if (history.extent(0) != scale.extent(0) || last.extent(0) != scale.extent(0))
+    throw std::invalid_argument("kamp::fp8_delayed_update: " + std::to_string(history.extent(0)) + " histories, " +
+                                std::to_string(last.extent(0)) + " casts and " + std::to_string(scale.extent(0)) +
+                                " scales; one each per tensor");
   constexpr float fp8_max = float(format_traits<Format>::max());
-  const auto length = static_cast<std::int64_t>(history.extent(0));
+  const auto length = static_cast<std::int64_t>(history.extent(1));
   const std::int64_t at = slot % length;
-  detail::single_task(
-      "kamp::fp8_delayed_update", space, KOKKOS_LAMBDA() {
-        const float a = last().amax;
-        history(at) = a < detail::bits_to_float(0x7f800000u) ? a : 0.0f;  // NaN compares false too
+  Kokkos::parallel_for(
+      "kamp::fp8_delayed_update", Kokkos::RangePolicy<ExecutionSpace>(space, 0, scale.extent(0)), KOKKOS_LAMBDA(int t) {
+        const float a = last(t).amax;
+        history(t, at) = a < detail::bits_to_float(0x7f800000u) ? a : 0.0f;  // NaN compares false too
         float window = 0.0f;
-        for (std::int64_t i = 0; i < length; ++i) window = history(i) > window ? history(i) : window;
-        scale() = detail::scale_from_amax(window, fp8_max, options, scale());
+        for (std::int64_t i = 0; i < length; ++i) window = history(t, i) > window ? history(t, i) : window;
+        scale(t) = detail::scale_from_amax(window, fp8_max, options, scale(t));
       });
 }
 

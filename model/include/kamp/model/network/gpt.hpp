@@ -6,6 +6,7 @@
 #include <kamp/kernels/nn/embedding.hpp>
 #include <kamp/kernels/value_range.hpp>
 #include <kamp/model/network/activation_layout.hpp>
+#include <kamp/model/network/fp8_state.hpp>
 #include <kamp/model/network/gpt_config.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/network/unit_hooks.hpp>
@@ -109,6 +110,15 @@ class gpt {
   /// (one reduction per op: for diagnosis, not for every step). nullptr stops it.
   void observe(std::vector<op_observation>* sink) { observations_ = sink; }
 
+  /// amp_fp8: the scaling state of the FP8 Linears (empty in other modes), copied to the host.
+  fp8_scaling_state fp8_state() const;
+  /// Sets it; throws std::invalid_argument, changing nothing, unless it fits this model, mode
+  /// and recipe (an empty state fits every mode but amp_fp8).
+  void restore_fp8_state(const fp8_scaling_state& s);
+  /// amp_fp8: the last cast of each FP8 tensor (amax, scale, saturated and underflowed counts),
+  /// copied to the host: the run waits for the device.
+  std::vector<fp8_tensor_report> fp8_report() const;
+
   /// The dtype the named layer's GEMMs read their activations in (what the policy resolved).
   dtype activation_dtype(const std::string& layer) const;
   /// A copy of the input activations of the named layer's first GEMM from the last forward
@@ -150,9 +160,9 @@ class gpt {
   void head_backward();
   /// The backward pass of a block's output Linear and skip connection: the gradient of the
   /// Linear's input `input` into `d_input` from the residual stream's, its weight's and bias'
-  /// gradients added.
+  /// gradients added. `fp8_index` is the Linear's number among the FP8 tensors (amp_fp8).
   template <class P, class T, class In, class DIn>
-  void residual_branch_backward(const linear_parameters& p, const In& input, const DIn& d_input);
+  void residual_branch_backward(const linear_parameters& p, int fp8_index, const In& input, const DIn& d_input);
   /// LayerNorm i (of 2L + 1) of the residual stream into its output in T, and its backward
   /// pass, which adds to the residual stream's gradient; `op` names it for observe().
   template <class P, class T>

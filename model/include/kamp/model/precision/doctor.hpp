@@ -27,6 +27,9 @@ struct diagnosis {
   /// of the weight: updates a bf16 weight with round-to-nearest would swallow. nullopt where it
   /// cannot be observed (pure_bf16 with stochastic rounding).
   std::optional<double> swallowed_updates_bf16;
+  /// amp_fp8: every FP8 tensor's cast in the observed step (its amax, scale, and the values that
+  /// saturated at the format's largest value or underflowed to zero).
+  std::vector<fp8_tensor_report> fp8;
   bool step_skipped = false;
   double loss = 0;
   /// Each finding states the evidence; each recommendation names what to change.
@@ -36,7 +39,8 @@ struct diagnosis {
 /// \brief The precision doctor: runs one observed training step from the trainer's current
 /// state (the next batch), measures what fits which format, then restores the trainer exactly:
 /// diagnosing does not change the run. Thresholds: an underflow fraction above 1%, swallowed
-/// updates above 10%.
+/// updates above 10%; FP8 saturation above 1% of a tensor's values, underflow to zero (a
+/// scale collapsed below what the data needs) above 1%.
 diagnosis diagnose(trainer& t);
 
 /// The diagnosis as text: the per-op table, findings and recommendations.

@@ -11,6 +11,9 @@ struct hardware_report {
   bool native_bf16 = true;  ///< false: no bf16 dot products; bf16 GEMMs widen to fp32 and FMA
   std::string evidence;     ///< what was detected, for the message
   std::string bf16_gemm;    ///< the path bf16 GEMMs take here, e.g. "widened"; empty: not asked
+  /// FP8 dot products (CUDA compute capability 8.9 and newer; AMD MI300 and newer); CPUs have
+  /// none, and their FP8 GEMMs widen to bf16.
+  bool native_fp8 = false;
 };
 
 /// The device of Kokkos' default execution space (call after Kokkos::initialize).

@@ -18,8 +18,12 @@ struct memory_plan {
   double master = 0;       ///< fp32 master weights (AMP modes)
   double optimizer = 0;    ///< AdamW moments, and pure_bf16's Kahan compensation
   double activations = 0;  ///< activations and backward scratch of one micro-batch
+  /// amp_fp8: the E4M3 copies of the FP8 Linears' inputs (kept for the backward pass) and
+  /// weights, the E5M2 output-gradient buffer, and per FP8 tensor its scale, amax, cast statistics
+  /// and (delayed scaling) amax history.
+  double fp8 = 0;
 
-  double total() const { return parameters + gradients + master + optimizer + activations; }
+  double total() const { return parameters + gradients + master + optimizer + activations + fp8; }
 };
 
 /// Bytes per parameter of each persistent category in a precision mode (activations 0): the
@@ -42,6 +46,10 @@ memory_plan plan_state(double elements, const precision_policy& policy, int shar
 memory_plan plan_memory(const gpt_config& model, const precision_policy& policy, int batch, int shards = 1,
                         sharding split = sharding::optimizer, bool reshard_after_forward = true,
                         activation_recompute recompute = activation_recompute::none);
+
+/// amp_fp8's FP8 buffers and scaling state for micro-batches of `batch` sequences (0 in other
+/// modes): memory_plan::fp8, the sizes the model allocates.
+double fp8_bytes(const gpt_config& model, const precision_policy& policy, int batch);
 
 /// Parameters of `model` counted from its shape, without building its parameter table (so a
 /// configuration claiming 10^8 layers costs nothing to judge).

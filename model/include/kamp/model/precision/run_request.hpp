@@ -30,6 +30,9 @@ struct run_request {
   /// amp_fp16's loss scaling (the other modes need none).
   kamp::loss_scaling loss_scaling = kamp::loss_scaling::dynamic;
   bool force_unscaled_fp16 = false;  ///< accept amp_fp16 with loss_scaling off
+  /// FP8 scaling settings were given (--fp8-recipe, --fp8-amax-history): FP8 is asked for,
+  /// whatever the mode.
+  bool fp8_settings = false;
 };
 
 /// Sets the loss scaler of `options` as `request.loss_scaling` asks (static: fixed at

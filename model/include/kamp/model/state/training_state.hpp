@@ -3,6 +3,7 @@
 
 #include <kamp/kernels/element_range.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/model/network/fp8_state.hpp>
 #include <kamp/model/network/gpt_config.hpp>
 #include <kamp/model/precision/precision_policy.hpp>
 #include <kamp/model/training/train_options.hpp>
@@ -35,6 +36,7 @@ struct training_state {
   std::int64_t steps_taken = 0;  ///< optimizer steps taken (skipped attempts excluded)
   std::int64_t attempts = 0;     ///< optimizer steps attempted (skipped ones included)
   loss_scale_state scaler{};
+  fp8_scaling_state fp8;  ///< amp_fp8's per-tensor scales and amax histories (empty in other modes)
   std::vector<state_tensor> tensors;
   /// The elements of the flat buffers `tensors` hold: all of them, or in a data-parallel run
   /// one rank's shard (no rank holds the whole state; checkpoints are written and read in slices).

@@ -1,0 +1,34 @@
+#ifndef KAMP_MODEL_NETWORK_FP8_STATE_HPP
+#define KAMP_MODEL_NETWORK_FP8_STATE_HPP
+
+#include <kamp/numeric/dtype.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kamp {
+
+/// \brief What amp_fp8's scaling keeps between steps, copied to the host (checkpoints). Tensors
+/// are numbered per block Linear i (block l's qkv, attn.proj, mlp.fc, mlp.proj are 4l .. 4l + 3)
+/// of n = 4 x layers: its input i, its weight n + i, its output gradient 2n + i.
+struct fp8_scaling_state {
+  std::vector<float> scales;   ///< 3n
+  std::vector<float> history;  ///< 3n x amax_history, row by row (delayed scaling; empty for current)
+  std::int64_t updates = 0;    ///< history updates so far: the next one writes slot updates % amax_history
+};
+
+/// \brief One FP8 tensor's last cast, for the precision doctor and the metrics.
+struct fp8_tensor_report {
+  std::string linear;  ///< h<l>.attn.qkv, h<l>.attn.proj, h<l>.mlp.fc, h<l>.mlp.proj
+  std::string role;    ///< input, weight, grad
+  dtype format;        ///< fp8_e4m3 or fp8_e5m2
+  std::size_t elements = 0;
+  float amax = 0, scale = 0;
+  std::uint32_t saturated = 0;    ///< clamped to the format's largest value
+  std::uint32_t underflowed = 0;  ///< non-zero values that became zero
+};
+
+}  // namespace kamp
+
+#endif
