@@ -246,12 +246,12 @@ std::string report(const diagnosis& d) {
     out << line;
   }
   if (!d.fp8.empty()) {
-    std::snprintf(line, sizeof line, "  %-14s %-7s %-9s %10s %10s %10s %10s\n", "FP8 tensor", "role", "format",
-                  "amax", "scale", "saturated", "to zero");
+    std::snprintf(line, sizeof line, "  %-14s %-7s %-9s %10s %10s %10s %10s\n", "FP8 tensor", "role", "format", "amax",
+                  "scale", "saturated", "to zero");
     out << line;
     for (const auto& t : d.fp8) {
-      std::snprintf(line, sizeof line, "  %-14s %-7s %-9s %10.4g %10.4g %10u %10u\n", t.linear.c_str(),
-                    t.role.c_str(), name(t.format), t.amax, t.scale, t.saturated, t.underflowed);
+      std::snprintf(line, sizeof line, "  %-14s %-7s %-9s %10.4g %10.4g %10u %10u\n", t.linear.c_str(), t.role.c_str(),
+                    name(t.format), t.amax, t.scale, t.saturated, t.underflowed);
       out << line;
     }
   }

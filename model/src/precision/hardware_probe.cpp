@@ -59,7 +59,9 @@ hardware_report detect_hardware() {
     h.native_fp8 = p.major * 10 + p.minor >= 89;
     h.evidence = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) +
                  (h.native_bf16 ? " (bf16 tensor cores from 8.0" : " (bf16 tensor cores need 8.0 or newer") +
-                 (h.native_fp8 ? ", FP8 from 8.9)" : h.native_bf16 ? "; FP8 needs 8.9)" : ")");
+                 (h.native_fp8    ? ", FP8 from 8.9)"
+                  : h.native_bf16 ? "; FP8 needs 8.9)"
+                                  : ")");
     return h;
   }
 #endif
