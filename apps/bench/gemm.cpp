@@ -144,6 +144,15 @@ void gemm_kernels(report& out, int repeat, bool large) {
     run(
         "kamp bf16 -> bf16 + bias", gemm_path_for<exec>(s.a, s.b, 1.0f, a16, b16, 0.0f, c16, bias_row),
         [&] { gemm(space, s.a, s.b, 1.0f, a16, b16, 0.0f, c16, bias_row); }, sgemm, reference_name);
+    // amp_fp8's Linear: E4M3 operands with their scale_inv on the device, bf16 output + bias.
+    const auto a8 = random_matrix<fp8_e4m3>("a8", ta ? s.k : s.m, ta ? s.m : s.k);
+    const auto b8 = random_matrix<fp8_e4m3>("b8", tb ? s.n : s.k, tb ? s.k : s.n);
+    Kokkos::View<float, memory> scale_inv("scale_inv");
+    Kokkos::deep_copy(scale_inv, 0.5f);
+    run(
+        "kamp fp8 -> bf16 + bias", gemm_fp8_path_for<exec>(s.a, s.b, a8, b8, c16, bias_row).path,
+        [&] { gemm_fp8(space, s.a, s.b, 1.0f, a8, scale_inv, b8, scale_inv, 0.0f, c16, bias_row); }, sgemm,
+        reference_name);
 #ifdef KAMP_ENABLE_DNNL
     if constexpr (std::is_same_v<memory, Kokkos::HostSpace>) {
       try {

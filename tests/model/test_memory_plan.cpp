@@ -141,8 +141,31 @@ TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' a
   CHECK(measured.master == Approx(planned.master).epsilon(0.05));
   CHECK(measured.optimizer == Approx(planned.optimizer).epsilon(0.05));
   CHECK(measured.activations == Approx(planned.activations).epsilon(0.05));
+  CHECK(measured.fp8 == Approx(planned.fp8).epsilon(0.05));
   CHECK(measured.parameters > 0);
   CHECK(measured.activations > 0);
+  CHECK((measured.fp8 > 0) == p.fp8());
+}
+
+TEST_CASE("amp_fp8's buffers as planned, to the byte, with a layer kept out of FP8 and either recipe",
+          "[model][plan][fp8]") {
+  const kamp::gpt_config config = kamp::test::gpt_shape(16, 2, 2, 32, 96);
+  const kamp::token_dataset& data = kamp::test::corpus(config);
+  for (const auto recipe : {kamp::fp8_recipe::delayed, kamp::fp8_recipe::current}) {
+    for (const std::vector<std::string>& fp32_layers :
+         std::vector<std::vector<std::string>>{{}, {"h1.mlp"}, {"h0.attn", "h1.attn"}}) {
+      kamp::precision_policy p = policy(kamp::precision_mode::amp_fp8);
+      p.recipe = recipe;
+      p.amax_history = 7;
+      p.fp32_layers = fp32_layers;
+      INFO(kamp::name(recipe) << ", " << fp32_layers.size() << " fp32 layers");
+      const kamp::train_options o = kamp::test::run_options(3);
+      const kamp::memory_tracker memory;
+      kamp::trainer t(config, p, o, data);
+      t.step();
+      CHECK(memory.peak().fp8 == kamp::plan_memory(config, p, o.batch).fp8);
+    }
+  }
 }
 
 TEST_CASE("16-bit layers halve their activation buffers; an fp32 override keeps its layer's", "[model][plan]") {
@@ -198,6 +221,7 @@ TEST_CASE("a shape of 10^8 blocks is planned from its shape, each block adding w
     const double more = huge - 3;
     CHECK(many.parameters == three.parameters + more * (four.parameters - three.parameters));
     CHECK(many.gradients == three.gradients + more * (four.gradients - three.gradients));
+    CHECK(many.fp8 == three.fp8 + more * (four.fp8 - three.fp8));
     CHECK(many.master == three.master + more * (four.master - three.master));
     CHECK(many.optimizer == three.optimizer + more * (four.optimizer - three.optimizer));
     CHECK(many.activations == three.activations + more * (four.activations - three.activations));

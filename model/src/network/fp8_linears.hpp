@@ -44,9 +44,11 @@ class fp8_linears {
         weight_rows_(linears_, 0),
         scales_("kamp::fp8::scales", 3 * linears_),
         amax_("kamp::fp8::amax", 3 * linears_),
-        stats_("kamp::fp8::stats", 3 * linears_),
-        history_("kamp::fp8::amax_history", recipe_ == fp8_recipe::delayed ? 3 * linears_ : 0,
-                 recipe_ == fp8_recipe::delayed ? policy.amax_history : 0) {
+        stats_("kamp::fp8::stats", 3 * linears_) {
+    // Current scaling keeps no history (Kokkos would still allocate for an empty view).
+    if (recipe_ == fp8_recipe::delayed)
+      history_ = Kokkos::View<float**, Kokkos::LayoutRight, memory>("kamp::fp8::amax_history", 3 * linears_,
+                                                                    policy.amax_history);
     Kokkos::deep_copy(scales_, 1.0f);  // Transformer Engine's initial scale
     const std::size_t c = config.d_model, m = config.mlp;
     std::size_t widest_grad = 0;

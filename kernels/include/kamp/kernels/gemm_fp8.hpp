@@ -127,7 +127,8 @@ void widen_fp8_to_bf16(const ExecutionSpace& space, bf16* dst, const T* src, int
       "kamp::gemm_fp8::widen", Kokkos::RangePolicy<ExecutionSpace>(space, 0, rows), KOKKOS_LAMBDA(int r) {
         const T* KAMP_RESTRICT in = src + std::int64_t(r) * ld;
         bf16* KAMP_RESTRICT out = dst + std::int64_t(r) * cols;
-        for (int c = 0; c < cols; ++c) out[c].bits = std::uint16_t(float_to_bits(load_float(in + c)) >> 16);
+        KAMP_SIMD()
+        for (int c = 0; c < cols; ++c) out[c].bits = std::uint16_t(widen_fp8_bits<T>(in[c].bits) >> 16);
       });
 }
 
