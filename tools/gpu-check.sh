@@ -51,6 +51,11 @@ echo "== kamp built after $(( $(date +%s) - t0 )) s"
 export OMP_PROC_BIND=spread OMP_PLACES=threads
 (cd "$build" && ctest --output-on-failure) | tee "$build/ctest.log"
 echo "== tests done after $(( $(date +%s) - t0 )) s"
+# FP8 on the GPU: the cuBLASLt path (compute capability >= 8.9) and the portable kernel, each
+# against fp64 sums of the scaled FP8 products, and the device casts against the host's bits.
+echo "== FP8 (cuBLASLt FP8 GEMM against fp64 and the portable kernel):"
+"$build/tests/kamp_test_kernels" "[fp8]" | tail -n 3
+"$build/tests/kamp_test_numeric" "FP8*" | tail -n 3
 "$build/apps/kamp-train" --summary "${OUT:-$carry}/kamp-train-cuda.json" --checkpoint-dir "$build/checkpoints" \
   --overwrite-checkpoints
 "$build/apps/kamp-inspect" "$build/checkpoints/step-00000200.h5" | head -n 4
