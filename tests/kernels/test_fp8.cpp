@@ -7,6 +7,7 @@
 
 #include "../support/catch.hpp"
 
+#include "../support/data.hpp"
 #include "../support/execution_spaces.hpp"
 #include "../support/views.hpp"
 
@@ -26,14 +27,6 @@ Kokkos::View<float, typename ExecSpace::memory_space> device_scalar(float value,
   return v;
 }
 
-std::vector<float> activations(std::size_t n, float spread, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, spread);
-  std::vector<float> xs(n);
-  for (auto& x : xs) x = normal(rng);
-  return xs;
-}
-
 template <class View>
 Kokkos::View<const kamp::fp8_cast_stats*, typename View::memory_space> read_only_stats(const View& v) {
   return v;
@@ -47,7 +40,7 @@ TEMPLATE_TEST_CASE("quantize_fp8 casts, measures and writes scale_inv in one lau
   const TestType space;
   auto check = [&](auto format, float scale_value) {
     using F = decltype(format);
-    std::vector<float> xs = activations(10007, 3.0f, 7);
+    std::vector<float> xs = kamp::test::normal_values(10007, 3.0f, 7);
     xs[5] = 1000.0f;  // saturates E4M3 at scale 1 (448) and at scale 4 (1792 > 448)
     xs[6] = -7e5f;    // saturates every format at these scales
     xs[7] = 1e-30f;
@@ -91,7 +84,7 @@ TEMPLATE_TEST_CASE("quantize_fp8 casts, measures and writes scale_inv in one lau
 TEMPLATE_TEST_CASE("amax is max |x|, and +inf for data holding inf or NaN", "[kernels][fp8]",
                    KAMP_TEST_EXECUTION_SPACES) {
   using memory = typename TestType::memory_space;
-  std::vector<float> xs = activations(5000, 2.0f, 3);
+  std::vector<float> xs = kamp::test::normal_values(5000, 2.0f, 3);
   xs[4321] = -37.5f;
   Kokkos::View<float, memory> amax("amax");
   kamp::amax(TestType(), kamp::test::to_device<float, TestType>(xs, "x"), amax);
