@@ -148,8 +148,6 @@ class fp8_linears {
 
   /// The last cast of every tensor that has been cast (copied to the host: a wait).
   std::vector<fp8_tensor_report> report(const std::vector<std::string>& linear_names) const {
-    std::vector<float> scales(scales_.extent(0));
-    Kokkos::deep_copy(host(scales), scales_);
     std::vector<fp8_cast_stats> stats(stats_.extent(0));
     Kokkos::deep_copy(
         Kokkos::View<fp8_cast_stats*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(stats.data(), stats.size()), stats_);
@@ -162,8 +160,9 @@ class fp8_linears {
                                                  : input_rows_[i] * weight_rows_[i];
         if (elements == 0) continue;  // not cast yet, or a layer kept out of FP8
         const int t = role * linears_ + i;
+        // The scale the cast used (delayed scaling has already computed the next one).
         out.push_back({linear_names.at(i), roles[role], role == 2 ? dtype::fp8_e5m2 : dtype::fp8_e4m3, elements,
-                       stats[t].amax, scales[t], stats[t].saturated, stats[t].underflowed});
+                       stats[t].amax, 1.0f / stats[t].scale_inv, stats[t].saturated, stats[t].underflowed});
       }
     }
     return out;

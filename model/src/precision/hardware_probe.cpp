@@ -56,7 +56,8 @@ hardware_report detect_hardware() {
     hardware_report h;
     h.device = "CUDA device " + std::to_string(device) + ": " + p.name;
     h.native_bf16 = p.major >= 8;
-    h.native_fp8 = p.major * 10 + p.minor >= 89;
+    // cuBLASLt's FP8 matmuls: 9.0 from CUDA 11.8, 8.9 from CUDA 12.1 (tpls/gemm_cublaslt_fp8.hpp).
+    h.native_fp8 = p.major * 10 + p.minor >= (CUDART_VERSION >= 12010 ? 89 : 90);
     h.evidence = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) +
                  (h.native_bf16 ? " (bf16 tensor cores from 8.0" : " (bf16 tensor cores need 8.0 or newer") +
                  (h.native_fp8    ? ", FP8 from 8.9)"

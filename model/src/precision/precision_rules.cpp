@@ -7,7 +7,7 @@ namespace kamp {
 namespace {
 
 bool uses_bf16(const precision_policy& p) {
-  return p.mode == precision_mode::amp_bf16 || p.mode == precision_mode::pure_bf16;
+  return p.mode == precision_mode::amp_bf16 || p.mode == precision_mode::pure_bf16 || p.mode == precision_mode::amp_fp8;
 }
 
 }  // namespace
@@ -55,9 +55,10 @@ std::vector<precision_finding> check_precision(const precision_policy& policy, c
   if (policy.fp8() && !hardware.native_fp8)
     out.push_back({level::note, "fp8-emulated",
                    hardware.device + " has no FP8 dot products: amp_fp8's GEMMs widen their FP8 operands to bf16 "
-                                     "(exactly) and run as bf16 GEMMs, so they take no less time than amp_bf16's, "
-                                     "and the casts with their amax add passes over the data. The casts, scales "
-                                     "and results are those a GPU with FP8 computes, to its summation order"});
+                                     "(exactly; on hosts with a bf16 GEMM) or run kamp's portable kernel, so they "
+                                     "take no less time than amp_bf16's, and the casts with their amax add passes "
+                                     "over the data. The casts, scales and results are those a GPU with FP8 "
+                                     "computes, to its summation order"});
   if (policy.mode == precision_mode::amp_fp16 && request.loss_scaling == loss_scaling::off)
     out.push_back({request.force_unscaled_fp16 ? level::warning : level::error, "fp16-needs-loss-scaling",
                    std::string("amp_fp16 without loss scaling: gradient values below 6e-8 (fp16's smallest "

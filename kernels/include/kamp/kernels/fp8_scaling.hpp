@@ -105,7 +105,7 @@ struct quantize_items {
       const std::uint32_t a = amax_bits(x);
       amax = a > amax ? a : amax;
       const std::uint32_t m = float_to_bits(scaled) & 0x7fffffffu;
-      saturated += (m > fp8_max && m < 0x7f800000u) ? 1u : 0u;
+      saturated += (a < 0x7f800000u && m > fp8_max) ? 1u : 0u;  // a finite input, clamped (even from inf)
       underflowed += (a != 0u && a < 0x7f800000u && (bits & 0x7fu) == 0u) ? 1u : 0u;
     }
     const float local = bits_to_float(amax);

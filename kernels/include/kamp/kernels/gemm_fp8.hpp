@@ -6,7 +6,8 @@
 // casts (kamp::quantize_fp8). Products of FP8 values are exact in fp32 and accumulate in fp32.
 //
 // Paths, the first that serves the problem:
-//  - cublaslt: cuBLASLt's FP8 kernels (CUDA, compute capability >= 8.9, the TN layout);
+//  - cublaslt: cuBLASLt's FP8 kernels (CUDA, compute capability >= 8.9, the TN layout; with a
+//    bias its fp32 product goes through kamp's epilogue);
 //  - bf16_widened: on a host, both operands widened to bf16 (exact: every E4M3 and E5M2 value
 //    is a bf16 value) and handed to kamp::gemm, which runs oneDNN's bf16 kernels (AVX512-BF16,
 //    AMX) or its own widened fp32 path; taken only when that GEMM has a vendor path;
@@ -132,24 +133,32 @@ void widen_fp8_to_bf16(const ExecutionSpace& space, bf16* dst, const T* src, int
       });
 }
 
-/// C = alpha·sa·sb·product + beta·C + bias, rounded once into C (in place when C is the product).
+/// C = alpha·sa·sb·product + beta·C + bias (the scales left out where the product has them:
+/// `scaled`), rounded once into C (in place when C is the product). Hosts take a row per work
+/// item (a vectorized loop); GPUs an element per thread, columns innermost (coalesced).
 template <class ExecutionSpace, class TC>
 void fp8_gemm_epilogue(const ExecutionSpace& space, const float* product, TC* c, std::int64_t ldc, int m, int n,
                        float alpha, const Kokkos::View<const float, typename ExecutionSpace::memory_space>& sa,
-                       const Kokkos::View<const float, typename ExecutionSpace::memory_space>& sb, float beta,
-                       const float* bias) {
-  Kokkos::parallel_for(
-      "kamp::gemm_fp8::scale", Kokkos::RangePolicy<ExecutionSpace>(space, 0, m), KOKKOS_LAMBDA(int i) {
-        const float s = alpha * (sa() * sb());
-        const float* in = product + std::int64_t(i) * n;
-        TC* out = c + std::int64_t(i) * ldc;
-        for (int j = 0; j < n; ++j) {
-          float v = s * in[j];
-          if (beta != 0.0f) v += beta * load_float(out + j);
-          if (bias != nullptr) v += bias[j];
-          store_nearest(out + j, v);
-        }
-      });
+                       const Kokkos::View<const float, typename ExecutionSpace::memory_space>& sb, bool scaled,
+                       float beta, const float* bias) {
+  const auto element = KOKKOS_LAMBDA(int i, int j, float s) {
+    float v = s * product[std::int64_t(i) * n + j];
+    TC* out = c + std::int64_t(i) * ldc + j;
+    if (beta != 0.0f) v += beta * load_float(out);
+    if (bias != nullptr) v += bias[j];
+    store_nearest(out, v);
+  };
+  if constexpr (is_host_space<ExecutionSpace>()) {
+    Kokkos::parallel_for(
+        "kamp::gemm_fp8::scale", Kokkos::RangePolicy<ExecutionSpace>(space, 0, m), KOKKOS_LAMBDA(int i) {
+          const float s = scaled ? alpha : alpha * (sa() * sb());
+          for (int j = 0; j < n; ++j) element(i, j, s);
+        });
+  } else {
+    Kokkos::parallel_for(
+        "kamp::gemm_fp8::scale", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {m, n}),
+        KOKKOS_LAMBDA(int i, int j) { element(i, j, scaled ? alpha : alpha * (sa() * sb())); });
+  }
 }
 
 }  // namespace detail
@@ -192,16 +201,26 @@ void gemm_fp8(const ExecutionSpace& space, op op_a, op op_b, float alpha, const 
   if (traffic_listener* listener = detail::traffic_slot()) listener->gemm(detail::gemm_record_of(p, route.path));
   Kokkos::Profiling::pushRegion(detail::gemm_fp8_region<TA, TB, TC>(route.path));
   const std::string_view path(route.path);
+  auto& workspace = detail::fp8_gemm_workspace<memory>::instance();
 #if defined(KAMP_ENABLE_CUBLAS) && defined(KOKKOS_ENABLE_CUDA) && KAMP_HAVE_CUBLASLT_FP8
   if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda> && detail::cublaslt_fp8::types_served<TA, TB, TC>()) {
     if (path == "cublaslt") {
-      detail::cublaslt_fp8::run<TA, TB, TC>(space, p, a_scale_inv.data(), b_scale_inv.data());
+      if (!detail::cublaslt_fp8::staged(p)) {
+        detail::cublaslt_fp8::run<TA, TB, TC>(space, p, a_scale_inv.data(), b_scale_inv.data());
+      } else {
+        // cuBLASLt adds no fp32 bias to a bf16 C: the scaled product in fp32, then one rounding.
+        float* product = workspace.product(std::size_t(p.m) * p.n);
+        const detail::gemm_problem<TA, TB, float> q{p.m,   p.n, p.k, 1,     p.trans_a, p.trans_b, 1.0f, 0.0f, p.a,
+                                                    p.lda, 0,   p.b, p.ldb, 0,         product,   p.n,  0,    nullptr};
+        detail::cublaslt_fp8::run<TA, TB, float>(space, q, a_scale_inv.data(), b_scale_inv.data());
+        detail::fp8_gemm_epilogue(space, product, p.c, p.ldc, p.m, p.n, alpha, a_scale_inv, b_scale_inv, true, beta,
+                                  bias.data());
+      }
       Kokkos::Profiling::popRegion();
       return;
     }
   }
 #endif
-  auto& workspace = detail::fp8_gemm_workspace<memory>::instance();
   const bool in_place = std::is_same_v<TC, float> && beta == 0.0f && bias.data() == nullptr && p.ldc == p.n;
   float* product = in_place ? reinterpret_cast<float*>(p.c) : workspace.product(std::size_t(p.m) * p.n);
   if constexpr (detail::is_host_space<ExecutionSpace>()) {
@@ -220,7 +239,8 @@ void gemm_fp8(const ExecutionSpace& space, op op_a, op op_b, float alpha, const 
                                                  p.lda, 0,   p.b, p.ldb, 0,         product,   p.n,  0,    nullptr};
     detail::gemm_portable_storing(space, q, detail::no_epilogue{});
   }
-  detail::fp8_gemm_epilogue(space, product, p.c, p.ldc, p.m, p.n, alpha, a_scale_inv, b_scale_inv, beta, bias.data());
+  detail::fp8_gemm_epilogue(space, product, p.c, p.ldc, p.m, p.n, alpha, a_scale_inv, b_scale_inv, false, beta,
+                            bias.data());
   Kokkos::Profiling::popRegion();
 }
 

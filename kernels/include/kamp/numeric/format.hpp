@@ -76,7 +76,8 @@ template <class T>
 inline constexpr bool is_float8_v = is_float8<T>::value;
 
 namespace detail {
-constexpr double pow2(int e) {
+// Device code evaluates it in constant expressions (FP8 widening), so it is a device function too.
+KOKKOS_INLINE_FUNCTION constexpr double pow2(int e) {
   double r = 1.0;
   for (int i = 0; i < (e < 0 ? -e : e); ++i) r *= 2.0;
   return e < 0 ? 1.0 / r : r;
@@ -132,13 +133,15 @@ struct format_traits<float8<ExponentBits, Encoding>> {
   static constexpr const char* name =
       ExponentBits == 4 ? (fnuz ? "fp8_e4m3fnuz" : "fp8_e4m3") : (fnuz ? "fp8_e5m2fnuz" : "fp8_e5m2");
 
-  static constexpr double max() {
+  KOKKOS_INLINE_FUNCTION static constexpr double max() {
     return (1.0 + (max_bits & ((1 << mantissa_bits) - 1)) * detail::pow2(-mantissa_bits)) *
            detail::pow2((max_bits >> mantissa_bits) - exponent_bias);
   }
-  static constexpr double min_normal() { return detail::pow2(1 - exponent_bias); }
-  static constexpr double min_subnormal() { return detail::pow2(1 - exponent_bias - mantissa_bits); }
-  static constexpr double epsilon() { return detail::pow2(-mantissa_bits); }
+  KOKKOS_INLINE_FUNCTION static constexpr double min_normal() { return detail::pow2(1 - exponent_bias); }
+  KOKKOS_INLINE_FUNCTION static constexpr double min_subnormal() {
+    return detail::pow2(1 - exponent_bias - mantissa_bits);
+  }
+  KOKKOS_INLINE_FUNCTION static constexpr double epsilon() { return detail::pow2(-mantissa_bits); }
 };
 
 template <>

@@ -31,7 +31,7 @@ struct launch_tally {
   /// pass): what the GEMM path adds, which differs between machines running one binary.
   int gemm_launches = 0;
   std::vector<std::string> kernels;  ///< the label of each launch outside GEMM regions, in order
-  std::vector<std::string> gemms;    ///< kamp::gemm[...] regions entered, in order
+  std::vector<std::string> gemms;    ///< kamp::gemm[...] and kamp::gemm_fp8[...] regions entered, in order (outermost)
 };
 
 namespace detail {
@@ -92,8 +92,10 @@ struct launch_counting {
   }
   static void push(const char* name) {
     launch_counting& c = instance();
+    // The outermost GEMM regions: an FP8 GEMM's bf16 GEMM inside it is part of it.
+    const bool gemm = std::strncmp(name, "kamp::gemm[", 11) == 0 || std::strncmp(name, "kamp::gemm_fp8[", 15) == 0;
+    if (gemm && !c.in_gemm()) c.tally.gemms.emplace_back(name);
     c.regions.emplace_back(name);
-    if (std::strncmp(name, "kamp::gemm[", 11) == 0) c.tally.gemms.emplace_back(name);
   }
   static void pop() {
     if (!instance().regions.empty()) instance().regions.pop_back();

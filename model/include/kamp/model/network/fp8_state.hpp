@@ -24,7 +24,7 @@ struct fp8_tensor_report {
   std::string role;    ///< input, weight, grad
   dtype format;        ///< fp8_e4m3 or fp8_e5m2
   std::size_t elements = 0;
-  float amax = 0, scale = 0;
+  float amax = 0, scale = 0;      ///< of the last cast: its input's amax and the scale it used
   std::uint32_t saturated = 0;    ///< clamped to the format's largest value
   std::uint32_t underflowed = 0;  ///< non-zero values that became zero
 };
