@@ -111,12 +111,9 @@ fp8_route gemm_fp8_route(const gemm_problem<TA, TB, TC>& p, gemm_algorithm algor
 /// The region name of a path for these types, built once per combination.
 template <class TA, class TB, class TC>
 const std::string& gemm_fp8_region(const char* path) {
-  static const std::string cublaslt = std::string("kamp::gemm_fp8[cublaslt,") + dtype_name<TA>() + "," +
-                                      dtype_name<TB>() + "," + dtype_name<TC>() + "]";
-  static const std::string widened = std::string("kamp::gemm_fp8[bf16_widened,") + dtype_name<TA>() + "," +
-                                     dtype_name<TB>() + "," + dtype_name<TC>() + "]";
-  static const std::string portable = std::string("kamp::gemm_fp8[portable,") + dtype_name<TA>() + "," +
-                                      dtype_name<TB>() + "," + dtype_name<TC>() + "]";
+  static const std::string cublaslt = gemm_region_name<TA, TB, TC>("cublaslt", "kamp::gemm_fp8"),
+                           widened = gemm_region_name<TA, TB, TC>("bf16_widened", "kamp::gemm_fp8"),
+                           portable = gemm_region_name<TA, TB, TC>("portable", "kamp::gemm_fp8");
   const std::string_view p(path);
   return p == "cublaslt" ? cublaslt : p == "bf16_widened" ? widened : portable;
 }

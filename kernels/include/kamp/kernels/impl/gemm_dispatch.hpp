@@ -35,10 +35,10 @@ const char* dtype_name() {
   return name(dtype_of<T>());
 }
 
+/// "kamp::gemm[path,A,B,C]" (or `api`'s name in place of kamp::gemm).
 template <class TA, class TB, class TC>
-std::string gemm_region_name(const char* path) {
-  return std::string("kamp::gemm[") + path + "," + dtype_name<TA>() + "," + dtype_name<TB>() + "," + dtype_name<TC>() +
-         "]";
+std::string gemm_region_name(const char* path, const char* api = "kamp::gemm") {
+  return std::string(api) + "[" + path + "," + dtype_name<TA>() + "," + dtype_name<TB>() + "," + dtype_name<TC>() + "]";
 }
 
 /// The problem a vendor without a bias epilogue runs after bias_prologue: C already holds
