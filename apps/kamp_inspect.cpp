@@ -1,4 +1,5 @@
 // kamp-inspect: what a kamp checkpoint holds, and per-tensor statistics, without training.
+#include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/state/checkpoint.hpp>
 #include <kamp/model/state/llmc_model.hpp>
 
@@ -24,7 +25,7 @@ nlohmann::json describe(const std::string& path, const kamp::training_state& s) 
   const kamp::gpt_config& m = s.model;
   nlohmann::json tensors = nlohmann::json::array();
   std::size_t non_finite = 0;
-  const kamp::tensor_table table = m.parameter_table();
+  const kamp::tensor_table table = parameter_table(m);
   for (const auto& t : s.tensors)
     for (const auto& e : table.entries()) {
       const auto st = kamp::statistics(t, e.offset, e.size);

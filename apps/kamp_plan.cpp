@@ -1,7 +1,7 @@
 // kamp-plan: the memory a training run needs, by category, for a model shape or a parameter
 // count, a precision mode and a number of data-parallel shards.
-#include <kamp/model/dist/sharding.hpp>
-#include <kamp/model/precision/memory_plan.hpp>
+#include <kamp/model/config/sharding.hpp>
+#include <kamp/model/diagnostics/memory_plan.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

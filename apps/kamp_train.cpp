@@ -1,13 +1,13 @@
 // kamp-train: trains the GPT with kamp's kernels in the chosen precision mode. main() reads the
 // options; train() takes the run's steps in order: validation, the checkpoint directory, the
 // data, the banner, the resume, the training loop (train/training_loop.hpp), the summary.
+#include <kamp/model/diagnostics/doctor.hpp>
+#include <kamp/model/diagnostics/gemm_paths.hpp>
+#include <kamp/model/diagnostics/hardware_probe.hpp>
+#include <kamp/model/diagnostics/memory_plan.hpp>
+#include <kamp/model/diagnostics/memory_tracker.hpp>
+#include <kamp/model/diagnostics/precision_rules.hpp>
 #include <kamp/model/dist/environment.hpp>
-#include <kamp/model/precision/doctor.hpp>
-#include <kamp/model/precision/gemm_paths.hpp>
-#include <kamp/model/precision/hardware_probe.hpp>
-#include <kamp/model/precision/memory_plan.hpp>
-#include <kamp/model/precision/memory_tracker.hpp>
-#include <kamp/model/precision/precision_rules.hpp>
 #include <kamp/model/state/checkpoint.hpp>
 #include <kamp/model/state/checkpoint_directory.hpp>
 #include <kamp/model/training/data.hpp>

@@ -1,5 +1,6 @@
 #include "checkpoint.hpp"
 
+#include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/state/checkpoint.hpp>
 #include <kamp/model/training/trainer.hpp>
 
@@ -42,7 +43,7 @@ void checkpoints(report& out, int repeat, const std::string& directory) {
   const token_dataset data(default_corpus(), 0.1, config.context, "built-in corpus");
   train_options options;
   options.steps = 1;
-  std::printf("  checkpoints of the reference GPT (%zu parameters) in %s\n", config.parameter_table().parameter_count(),
+  std::printf("  checkpoints of the reference GPT (%zu parameters) in %s\n", parameter_table(config).parameter_count(),
               scratch.c_str());
   for (const auto mode : precision_modes()) {
     precision_policy policy;

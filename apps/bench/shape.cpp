@@ -1,7 +1,7 @@
 #include "shape.hpp"
 
+#include <kamp/model/diagnostics/memory_tracker.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
-#include <kamp/model/precision/memory_tracker.hpp>
 #include <kamp/model/training/data.hpp>
 #include <kamp/model/training/trainer.hpp>
 

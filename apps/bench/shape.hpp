@@ -3,9 +3,9 @@
 
 #include "report.hpp"
 
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
-#include <kamp/model/training/train_options.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
+#include <kamp/model/config/train_options.hpp>
 
 #include <vector>
 

@@ -1,9 +1,9 @@
 #ifndef KAMP_APPS_TRAIN_MODEL_OPTIONS_HPP
 #define KAMP_APPS_TRAIN_MODEL_OPTIONS_HPP
 
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
 #include <kamp/model/network/activation_layout.hpp>
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -1,12 +1,12 @@
 #ifndef KAMP_APPS_TRAIN_RUN_SETTINGS_HPP
 #define KAMP_APPS_TRAIN_RUN_SETTINGS_HPP
 
-#include <kamp/model/dist/sharding.hpp>
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
-#include <kamp/model/precision/run_request.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
+#include <kamp/model/config/run_request.hpp>
+#include <kamp/model/config/sharding.hpp>
+#include <kamp/model/config/train_options.hpp>
 #include <kamp/model/state/llmc_model.hpp>
-#include <kamp/model/training/train_options.hpp>
 #include <kamp/numeric/dtype.hpp>
 
 #include "checkpointing.hpp"

@@ -1,9 +1,9 @@
 #include "training_loop.hpp"
 
+#include <kamp/model/diagnostics/doctor.hpp>
 #include <kamp/model/network/decoder.hpp>
 #include <kamp/model/network/generate.hpp>
 #include <kamp/model/network/sampling.hpp>
-#include <kamp/model/precision/doctor.hpp>
 
 #include "loss_watch.hpp"
 #include "output_checks.hpp"

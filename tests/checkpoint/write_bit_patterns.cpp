@@ -1,5 +1,6 @@
 // Writes kamp checkpoints whose 16-bit tensors hold every bf16/fp16 bit pattern, with the raw
 // bits beside them, for check_standard_readers.py to compare against h5py and h5dump.
+#include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/state/checkpoint.hpp>
 
 #include "../support/gpt_shapes.hpp"
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   }
   const std::string out = argv[1];
   const kamp::gpt_config model = kamp::test::gpt_shape(16, 1, 2, 64, 256);
-  const kamp::tensor_table table = model.parameter_table();
+  const kamp::tensor_table table = parameter_table(model);
   if (table.parameter_count() < 65536) return 3;
   for (const auto mode : {kamp::precision_mode::amp_bf16, kamp::precision_mode::amp_fp16}) {
     kamp::training_state s;

@@ -256,39 +256,6 @@ TEMPLATE_TEST_CASE("the GEMM path per type combination is the one this CPU and b
 #endif
 }
 
-namespace {
-
-// gemm_path<...>() is deprecated since kamp 0.2 (removed in 0.3); until then it names the path
-// gemm_path_on_this_machine does, from storage that outlives the call. Its deprecation warning
-// is silenced here only: CI builds with warnings as errors.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 1444
-#endif
-template <class ExecSpace, class TA, class TB, class TC>
-void check_deprecated_gemm_path() {
-  const char* path = kamp::gemm_path<ExecSpace, TA, TB, TC>();
-  REQUIRE(path != nullptr);
-  CHECK(std::string(path) == kamp::gemm_path_on_this_machine<ExecSpace, TA, TB, TC>().path);
-  CHECK(kamp::gemm_path<ExecSpace, TA, TB, TC>() == path);  // the same storage at every call
-}
-#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
-#pragma nv_diagnostic pop
-#endif
-#pragma GCC diagnostic pop
-
-}  // namespace
-
-TEMPLATE_TEST_CASE("the deprecated gemm_path names the path gemm_path_on_this_machine does", "[kernels][gemm]",
-                   KAMP_TEST_EXECUTION_SPACES) {
-  check_deprecated_gemm_path<TestType, kamp::bf16, kamp::bf16, float>();
-  check_deprecated_gemm_path<TestType, kamp::bf16, kamp::bf16, kamp::bf16>();
-  check_deprecated_gemm_path<TestType, kamp::fp16, kamp::fp16, kamp::fp16>();
-  check_deprecated_gemm_path<TestType, float, float, float>();
-}
-
 TEMPLATE_TEST_CASE("gemm with vendor libraries where present agrees with the fp64 bound", "[kernels][gemm]",
                    KAMP_TEST_EXECUTION_SPACES) {
   const auto automatic = kamp::gemm_algorithm::automatic;

@@ -1,9 +1,9 @@
 // The GPT's parameter table against counts made by hand, and the facts other code derives from
 // the model's shape without building the table: the memory planner's parameter estimate, its
 // per-category bytes of the padded flat buffers, and the number of tensors a checkpoint holds.
-#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/diagnostics/memory_plan.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
-#include <kamp/model/precision/memory_plan.hpp>
 
 #include "../support/catch.hpp"
 
@@ -73,7 +73,7 @@ TEST_CASE("the parameter table holds GPT-2's parameter counts", "[model][paramet
   const auto medium = kamp::gpt_parameters(shape(50257, 1024, 24, 16, 64, 4096)).table.parameter_count();
   CHECK(medium - (50304 - 50257) * 1024 == 354823168);
   for (const auto& preset : kamp::gpt_presets()) CHECK(preset.config.padded_vocab() == 50304);
-  CHECK(kamp::find_gpt_preset("gpt2-124m").config.parameter_table().parameter_count() == small);
+  CHECK(parameter_table(kamp::find_gpt_preset("gpt2-124m").config).parameter_count() == small);
   CHECK_THROWS_WITH(kamp::find_gpt_preset("gpt2-1.5b"),
                     kamp::test::contains("unknown model preset 'gpt2-1.5b'") && kamp::test::contains("gpt2-774m"));
   // kamp's reference model (gpt_config's defaults, "≈ 3.26M parameters").

@@ -2,11 +2,11 @@
 // agreement with what kamp actually allocates (measured through Kokkos' tool callbacks), and
 // the plan from the shape alone against the one summed over the tables the model builds.
 #include <kamp/kernels/nn/embedding.hpp>
+#include <kamp/model/diagnostics/memory_plan.hpp>
+#include <kamp/model/diagnostics/memory_tracker.hpp>
 #include <kamp/model/network/activation_layout.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/network/weight_binding.hpp>
-#include <kamp/model/precision/memory_plan.hpp>
-#include <kamp/model/precision/memory_tracker.hpp>
 #include <kamp/model/training/trainer.hpp>
 
 #include "../support/catch.hpp"

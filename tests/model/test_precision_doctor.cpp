@@ -1,6 +1,7 @@
 // The precision doctor: each diagnosis is triggered by a scenario built for it, and its
 // recommendation is checked to name the remedy (and, for the layer override, to work).
-#include <kamp/model/precision/doctor.hpp>
+#include <kamp/model/diagnostics/doctor.hpp>
+#include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/numeric/convert.hpp>
 
 #include "../support/catch.hpp"
@@ -25,7 +26,7 @@ kamp::train_options options(float lr = 2e-3f) { return kamp::test::run_options(4
 // Multiplies the exact weights of `tensor` by `factor` and rounds the model copy from them, as
 // a run whose weights grew would hold them.
 kamp::training_state scaled(kamp::training_state s, const std::string& tensor, float factor) {
-  const kamp::tensor_table table = s.model.parameter_table();  // kept: e refers into it
+  const kamp::tensor_table table = parameter_table(s.model);  // kept: e refers into it
   const auto& e = table[table.index_of(tensor)];
   kamp::state_tensor* exact = nullptr;
   kamp::state_tensor* copy = nullptr;

@@ -1,8 +1,8 @@
 // The precision rules: the llama-recipes guard, quantization, fp16 without loss scaling, FP8's
 // conditions, and bf16 or FP8 on hardware without it; each rule triggered and each message checked.
 #include <kamp/kernels/gemm.hpp>
-#include <kamp/model/precision/gemm_paths.hpp>
-#include <kamp/model/precision/precision_rules.hpp>
+#include <kamp/model/diagnostics/gemm_paths.hpp>
+#include <kamp/model/diagnostics/precision_rules.hpp>
 
 #include "../support/catch.hpp"
 

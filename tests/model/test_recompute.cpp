@@ -1,9 +1,9 @@
 // Activation recomputation (--recompute blocks): the backward pass runs each block's forward
 // again from its kept input, so the gradients must be the bits of the run that kept everything,
 // in every mode and with layers overridden to fp32 (blocks of two compute types share one copy).
+#include <kamp/model/diagnostics/memory_plan.hpp>
 #include <kamp/model/network/gpt.hpp>
 #include <kamp/model/network/initial_weights.hpp>
-#include <kamp/model/precision/memory_plan.hpp>
 #include <kamp/model/training/trainer.hpp>
 
 #include "../support/catch.hpp"

@@ -3,7 +3,7 @@
 // what a GPU needs: a steady-state step never waits for the host, and the launches per layer
 // do not grow with the number of heads.
 #include <kamp/kernels/gemm.hpp>
-#include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/model/training/trainer.hpp>
 #include <kamp/tools/launch_counter.hpp>
 

@@ -1,8 +1,8 @@
 // Data-parallel training on the ranks of mpirun, at each sharding level: equivalence with one
 // process, identical model copies, agreement on skipped steps, checkpoints written in parallel
 // and resharded N -> M, per-rank memory.
-#include <kamp/model/precision/memory_plan.hpp>
-#include <kamp/model/precision/memory_tracker.hpp>
+#include <kamp/model/diagnostics/memory_plan.hpp>
+#include <kamp/model/diagnostics/memory_tracker.hpp>
 #include <kamp/model/state/checkpoint.hpp>
 #include <kamp/model/training/trainer.hpp>
 

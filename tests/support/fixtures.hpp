@@ -4,10 +4,10 @@
 // What the model tests train with: data, precision policies and run options, defined once for
 // every test binary. The numbers tests choose differently (corpus size, batch, schedule, seed)
 // are arguments, so each test states its own.
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
+#include <kamp/model/config/train_options.hpp>
 #include <kamp/model/training/data.hpp>
-#include <kamp/model/training/train_options.hpp>
 
 #include "gpt_shapes.hpp"
 

@@ -1,7 +1,7 @@
 #ifndef KAMP_TESTS_SUPPORT_GPT_SHAPES_HPP
 #define KAMP_TESTS_SUPPORT_GPT_SHAPES_HPP
 
-#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/config/gpt_config.hpp>
 
 namespace kamp::test {
 

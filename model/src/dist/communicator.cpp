@@ -14,7 +14,6 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <stdexcept>
 
@@ -31,17 +30,6 @@ int as_count(std::size_t n) {
                             " elements exceed MPI's int counts and offsets (2^31 - 1): the model is too large "
                             "for kamp's MPI messages");
   return int(n);
-}
-
-std::vector<int> displacements(const std::vector<int>& counts) {
-  std::vector<int> d(counts.size(), 0);
-  std::size_t offset = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    d[r] = as_count(offset);
-    offset += std::size_t(counts[r]);
-  }
-  as_count(offset);
-  return d;
 }
 
 using device_bytes = Kokkos::View<unsigned char*, memory_space, Kokkos::MemoryUnmanaged>;
@@ -264,21 +252,6 @@ request communicator::start_all_gather(void* buffer, std::size_t element_bytes,
   check(started, "MPI_Iallgatherv");
   s.finish = [&s, buffer] { s.copy_back(buffer); };
   return out;
-}
-
-void communicator::gather(const void* part, void* full, std::size_t element_bytes,
-                          const std::vector<std::size_t>& counts, int root) const {
-  if (size_ == 1) {
-    std::memcpy(full, part, counts[0] * element_bytes);
-    return;
-  }
-  const std::vector<int> c = int_counts(counts);
-  const std::vector<int> d = displacements(c);
-  MPI_Datatype element;
-  check(MPI_Type_contiguous(as_count(element_bytes), MPI_BYTE, &element), "MPI_Type_contiguous");
-  MPI_Type_commit(&element);
-  check(MPI_Gatherv(part, c[rank_], element, full, c.data(), d.data(), element, root, comm_), "MPI_Gatherv");
-  MPI_Type_free(&element);
 }
 
 void communicator::abort(int code) const {

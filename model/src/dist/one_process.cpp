@@ -2,7 +2,6 @@
 #include <kamp/model/dist/communicator.hpp>
 
 #include <cstdlib>
-#include <cstring>
 
 namespace kamp::dist {
 
@@ -23,10 +22,6 @@ void communicator::reduce_scatter_sum(float*, const std::vector<std::size_t>&, d
 void communicator::all_gather(void*, std::size_t, const std::vector<element_range>&) const {}
 request communicator::start_reduce_scatter_sum(float*, const std::vector<std::size_t>&, dtype) const { return {}; }
 request communicator::start_all_gather(void*, std::size_t, const std::vector<element_range>&) const { return {}; }
-void communicator::gather(const void* part, void* full, std::size_t element_bytes,
-                          const std::vector<std::size_t>& counts, int) const {
-  std::memcpy(full, part, counts.at(0) * element_bytes);
-}
 void communicator::abort(int code) const { std::exit(code); }
 
 }  // namespace kamp::dist

@@ -1,7 +1,5 @@
 #include <kamp/model/network/activation_layout.hpp>
 
-#include "spellings.hpp"
-
 #include <algorithm>
 #include <string>
 
@@ -27,16 +25,6 @@ dtype layer_dtypes::norm_consumer(int i) const {
   const int l = i / 2;
   if (l == int(attn.size())) return head;
   return i % 2 == 0 ? attn[l] : mlp[l];
-}
-
-const char* name(activation_recompute r) { return r == activation_recompute::blocks ? "blocks" : "none"; }
-
-std::vector<activation_recompute> activation_recomputes() {
-  return {activation_recompute::none, activation_recompute::blocks};
-}
-
-activation_recompute parse_activation_recompute(const std::string& s) {
-  return detail::parse_spelling(s, activation_recomputes(), "activation recomputation");
 }
 
 std::size_t activation_copy(activation a, std::size_t index, int layers, activation_recompute recompute) {

@@ -9,9 +9,9 @@
 #include <kamp/kernels/fp8_scaling.hpp>
 #include <kamp/kernels/gemm_fp8.hpp>
 #include <kamp/kernels/nn/gelu.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
 #include <kamp/model/network/fp8_state.hpp>
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace kamp {
 
@@ -64,8 +65,18 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
   const auto layout = activation_layout(config, policy, batch, dtype_of<Real>(), recompute);
   for (std::size_t a = 0; a < layout.size(); ++a)
     for (const std::size_t size : layout[a].bytes) buf_->all[a].emplace_back(std::string(layout[a].label), size);
-  if (policy_.fp8())
-    buf_->fp8 = std::make_unique<detail::fp8_linears<ES>>(config_, policy_, std::size_t(batch) * config.context);
+  // Each block Linear's path, chosen once: FP8 where amp_fp8 has an FP8 Linear for it (a layer
+  // computing in bf16), else its compute type's GEMM.
+  fp8_linear_.assign(std::size_t(detail::fp8_linears<ES>::per_block) * config.layers, false);
+  if (!policy_.fp8()) return;
+  buf_->fp8 = std::make_unique<detail::fp8_linears<ES>>(config_, policy_, std::size_t(batch) * config.context);
+  for (int l = 0; l < config.layers; ++l)
+    for (const auto which : {detail::block_linear::qkv, detail::block_linear::attn_proj, detail::block_linear::fc,
+                             detail::block_linear::mlp_proj}) {
+      const bool attention = which == detail::block_linear::qkv || which == detail::block_linear::attn_proj;
+      fp8_linear_[detail::fp8_linears<ES>::index(l, which)] =
+          (attention ? dtypes_.attn[l] : dtypes_.mlp[l]) == dtype::bf16;
+    }
 }
 
 template <class Real, class ES>
@@ -129,8 +140,10 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
   const std::size_t rows, width, hidden, vocab, padded_vocab, context, heads, head_size, batch;
   const std::size_t head_count;  ///< B·H: the attention matrices of a micro-batch
   const float attention_scale;   ///< 1/√D
+  const int block;               ///< the block whose ops this pass runs (0 for the head's)
+  const layer_part part;
 
-  explicit pass(const gpt& m)
+  explicit pass(const gpt& m, int block_index = 0, layer_part layer = layer_part::head)
       : detail::layer_weights<Real, P, T, ES>{m.table(), m.at_, m.space_, (*m.buf_)(activation::bias)},
         model(m),
         rows(std::size_t(m.batch_) * m.config_.context),
@@ -143,7 +156,9 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
         head_size(width / heads),
         batch(std::size_t(m.batch_)),
         head_count(std::size_t(m.batch_) * heads),
-        attention_scale(float(1.0 / std::sqrt(double(head_size)))) {}
+        attention_scale(float(1.0 / std::sqrt(double(head_size)))),
+        block(block_index),
+        part(layer) {}
 
   /// Copy `copy` of activation `a` as an r x c matrix in the layer's compute type T...
   typename v::template matrix<T> compute(activation a, std::size_t copy, std::size_t r, std::size_t c) const {
@@ -168,6 +183,86 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
   typename v::template scores<U> score_matrices(U* data) const {
     return typename v::template scores<U>(data, batch, heads, context, context);
   }
+  /// Op `op`'s output, recorded for observe() (see gpt::note).
+  template <class V>
+  void observe(const char* op, bool backward, const V& output, bool residual_stream = false) const {
+    model.note(block, part, op, backward, output, residual_stream);
+  }
+
+  /// The block's Linear `which`, y = x·W^T + bias, on the path chosen for it at construction:
+  /// FP8 (amp_fp8, a bf16 layer) or the GEMM of T. Observed as `op` unless that is null.
+  template <class X, class Y>
+  void forward_linear(detail::block_linear which, const X& x, const Y& y, const char* op) const {
+    const linear_parameters& p = linear_of(which);
+    const int i = detail::fp8_linears<ES>::index(block, which);
+    if (model.fp8_linear_[i]) {
+      if constexpr (std::is_same_v<T, bf16>)
+        model.buf_->fp8->forward(model.space_, i, x, this->gemm(p.weight), y, this->bias(p.bias));
+    } else {
+      detail::linear(model.space_, x, this->gemm(p.weight), y, this->bias(p.bias));
+    }
+    if (op != nullptr) observe(op, false, y);
+  }
+  /// The MLP's first Linear and its GELU: fused into the GEMM's epilogue, or after an FP8 GEMM.
+  template <class X, class Pre, class Act>
+  void forward_linear_gelu(const X& x, const Pre& pre, const Act& act) const {
+    const linear_parameters& p = linear_of(detail::block_linear::fc);
+    const int i = detail::fp8_linears<ES>::index(block, detail::block_linear::fc);
+    if (model.fp8_linear_[i]) {
+      if constexpr (std::is_same_v<T, bf16>) {
+        model.buf_->fp8->forward(model.space_, i, x, this->gemm(p.weight), pre, this->bias(p.bias));
+        detail::gelu_forward_kernel(model.space_, static_cast<const Real*>(pre.data()), act.data(), pre.size());
+      }
+    } else {
+      gemm_bias_gelu(model.space_, op::none, op::transpose, 1.0f, x, this->gemm(p.weight), this->bias(p.bias), pre,
+                     act);
+    }
+    observe("mlp.fc", false, pre);
+    observe("mlp.gelu", false, act);
+  }
+  /// Its backward pass on the same path: dx = dy W, dW += dy^T x (the bias gradient is summed by
+  /// the pass that produced dy).
+  template <class DY, class X, class DX>
+  void backward_linear(detail::block_linear which, const DY& dy, const X& x, const DX& dx) const {
+    const linear_parameters& p = linear_of(which);
+    const int i = detail::fp8_linears<ES>::index(block, which);
+    if (model.fp8_linear_[i]) {
+      if constexpr (std::is_same_v<T, bf16>) model.buf_->fp8->backward(model.space_, i, dy, dx, grad_matrix(p.weight));
+    } else {
+      gemm(model.space_, op::none, op::none, 1.0f, dy, this->gemm(p.weight), 0.0f, dx);
+      gemm(model.space_, op::transpose, op::none, 1.0f, dy, x, 1.0f, grad_matrix(p.weight));
+    }
+  }
+  /// Attention scores of every (B, H) head at once, q·k^T/√D, from the QKV rows where the
+  /// projection wrote them.
+  template <class Rows, class Scores>
+  void attention_scores(const Rows& qkv, const Scores& scores) const {
+    const T* rows = qkv.data();
+    gemm_strided_batched(model.space_, op::none, op::transpose, attention_scale, head_matrices(rows, 3, 0),
+                         head_matrices(rows, 3, 1), 0.0f, score_matrices(scores.data()));
+    observe("attn.scores", false, scores);
+  }
+  /// The heads' outputs, probabilities · v, merged in place into rows of C.
+  template <class Probs, class Rows, class Out>
+  void attention_values(const Probs& probs, const Rows& qkv, const Out& out) const {
+    gemm_strided_batched(model.space_, op::none, op::none, 1.0f, score_matrices(probs.data()),
+                         head_matrices(qkv.data(), 3, 2), 0.0f, head_matrices(out.data(), 1));
+    observe("attn.values", false, out);
+  }
+  const linear_parameters& linear_of(detail::block_linear which) const {
+    const block_parameters& p = model.parameters_.blocks[block];
+    switch (which) {
+      case detail::block_linear::qkv:
+        return p.qkv;
+      case detail::block_linear::attn_proj:
+        return p.attn_proj;
+      case detail::block_linear::fc:
+        return p.fc;
+      default:
+        return p.mlp_proj;
+    }
+  }
+
   typename v::template vector<Real> grad(std::size_t i) const {
     return typename v::template vector<Real>(model.grad_at_[i], model.table()[i].size);
   }
@@ -178,34 +273,6 @@ struct gpt<Real, ES>::pass : detail::layer_weights<Real, P, T, ES> {
 };
 
 namespace {
-
-// Its backward pass: dA = dY W, dW += dY^T A. The bias gradient is summed by the pass that
-// produced dY (the GELU backward, the narrowing of the stream gradient) or, for the QKV
-// projection, by column_sums.
-template <class ES, class DY, class W, class A, class DA, class DW>
-void linear_backward(const ES& space, const DY& dy, const W& w, const A& a, const DA& da, const DW& dw) {
-  gemm(space, op::none, op::none, 1.0f, dy, w, 0.0f, da);
-  gemm(space, op::transpose, op::none, 1.0f, dy, a, 1.0f, dw);
-}
-
-// A block's Linear, through FP8 where the model has FP8 Linears (amp_fp8) and the layer computes
-// in bf16 (not kept in fp32), else as the layer's compute type has it.
-template <class T, class ES, class A, class W, class C, class B>
-void block_linear_forward(const ES& space, detail::fp8_linears<ES>* fp8, int index, const A& a, const W& w, const C& c,
-                          const B& bias) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    if (fp8 != nullptr) return fp8->forward(space, index, a, w, c, bias);
-  }
-  linear(space, a, w, c, bias);
-}
-template <class T, class ES, class DY, class W, class A, class DA, class DW>
-void block_linear_backward(const ES& space, detail::fp8_linears<ES>* fp8, int index, const DY& dy, const W& w,
-                           const A& a, const DA& da, const DW& dw) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    if (fp8 != nullptr) return fp8->backward(space, index, dy, da, dw);
-  }
-  linear_backward(space, dy, w, a, da, dw);
-}
 
 // The loss sum in fp64 into a device scalar (a fixed reduction for a given thread count). A free
 // function: nvcc places no device lambda in a private member function.
@@ -347,66 +414,33 @@ void gpt<Real, ES>::norm_forward(int i, const norm_parameters& p, int block, lay
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::attention_forward(int l) {
-  const pass<P, T> ctx(*this);
-  const block_parameters& p = parameters_.blocks[l];
-  const std::size_t n = ctx.rows, c = ctx.width;
-  constexpr layer_part attn = layer_part::attention;
-  norm_forward<P, T>(2 * l, p.ln1, l, attn, "ln1");
+  const pass<P, T> ctx(*this, l, layer_part::attention);
+  const std::size_t n = ctx.rows, c = ctx.width, scores = ctx.head_count * ctx.context;
+  const auto ln = ctx.compute(activation::ln_out, 2 * l, n, c);
   const auto qkv = ctx.compute(activation::qkv_rows, l, n, 3 * c);
-  using detail::block_linear;
-  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
-  block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::qkv),
-                          ctx.compute(activation::ln_out, 2 * l, n, c), ctx.gemm(p.qkv.weight), qkv,
-                          ctx.bias(p.qkv.bias));
-  note(l, attn, "attn.qkv", false, qkv);
-
-  // q, k and v read where the projection wrote them: one GEMM each over all (B, H) heads.
-  const T* rows = qkv.data();
-  const auto q = ctx.head_matrices(rows, 3, 0), k = ctx.head_matrices(rows, 3, 1), val = ctx.head_matrices(rows, 3, 2);
-  const auto probs = ctx.real(activation::probs, l, ctx.head_count * ctx.context, ctx.context);
-  gemm_strided_batched(space_, op::none, op::transpose, ctx.attention_scale, q, k, 0.0f,
-                       ctx.score_matrices(probs.data()));
-  note(l, attn, "attn.scores", false, probs);
-  const auto probs_low = ctx.compute(activation::probs_low, l, ctx.head_count * ctx.context, ctx.context);
-  causal_softmax_forward(space_, probs, probs_low);
+  const auto probs = ctx.real(activation::probs, l, scores, ctx.context);
+  const auto probs_low = ctx.compute(activation::probs_low, l, scores, ctx.context);
   const auto atty = ctx.compute(activation::attn_out, l, n, c);
-  gemm_strided_batched(space_, op::none, op::none, 1.0f, ctx.score_matrices(probs_low.data()), val, 0.0f,
-                       ctx.head_matrices(atty.data(), 1));
-  note(l, attn, "attn.values", false, atty);
-
-  // The branch alone: LayerNorm 2l + 1 adds the skip connection (norm_forward).
-  block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::attn_proj), atty,
-                          ctx.gemm(p.attn_proj.weight), ctx.real(activation::residual, 2 * l + 1, n, c),
-                          ctx.bias(p.attn_proj.bias));
+  norm_forward<P, T>(2 * l, parameters_.blocks[l].ln1, l, layer_part::attention, "ln1");
+  ctx.forward_linear(detail::block_linear::qkv, ln, qkv, "attn.qkv");
+  ctx.attention_scores(qkv, probs);
+  causal_softmax_forward(space_, probs, probs_low);
+  ctx.attention_values(probs_low, qkv, atty);
+  // The branch alone: LayerNorm 2l + 1 adds the skip connection and observes the sum.
+  ctx.forward_linear(detail::block_linear::attn_proj, atty, ctx.real(activation::residual, 2 * l + 1, n, c), nullptr);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::mlp_forward(int l) {
-  const pass<P, T> ctx(*this);
-  const block_parameters& p = parameters_.blocks[l];
+  const pass<P, T> ctx(*this, l, layer_part::mlp);
   const std::size_t n = ctx.rows, c = ctx.width, m = ctx.hidden;
-  constexpr layer_part mlp = layer_part::mlp;
-  norm_forward<P, T>(2 * l + 1, p.ln2, l, mlp, "ln2");
-  const auto fc_pre = ctx.real(activation::fc_pre, l, n, m);
   const auto fc_act = ctx.compute(activation::fc_act, l, n, m);
-  using detail::block_linear;
-  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
-  const auto fc_in = ctx.compute(activation::ln_out, 2 * l + 1, n, c);
-  if (std::is_same_v<T, bf16> && buf_->fp8) {
-    block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::fc), fc_in, ctx.gemm(p.fc.weight), fc_pre,
-                            ctx.bias(p.fc.bias));
-    detail::gelu_forward_kernel(space_, static_cast<const Real*>(fc_pre.data()), fc_act.data(), fc_pre.size());
-  } else {
-    gemm_bias_gelu(space_, op::none, op::transpose, 1.0f, fc_in, ctx.gemm(p.fc.weight), ctx.bias(p.fc.bias), fc_pre,
-                   fc_act);
-  }
-  note(l, mlp, "mlp.fc", false, fc_pre);
-  note(l, mlp, "mlp.gelu", false, fc_act);
+  norm_forward<P, T>(2 * l + 1, parameters_.blocks[l].ln2, l, layer_part::mlp, "ln2");
+  ctx.forward_linear_gelu(ctx.compute(activation::ln_out, 2 * l + 1, n, c), ctx.real(activation::fc_pre, l, n, m),
+                          fc_act);
   if (recomputing_) return;  // the branch's output is block l + 1's kept input, and the backward pass reads fc_act
-  block_linear_forward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::mlp_proj), fc_act,
-                          ctx.gemm(p.mlp_proj.weight), ctx.real(activation::residual, 2 * l + 2, n, c),
-                          ctx.bias(p.mlp_proj.bias));
+  ctx.forward_linear(detail::block_linear::mlp_proj, fc_act, ctx.real(activation::residual, 2 * l + 2, n, c), nullptr);
 }
 
 template <class Real, class ES>
@@ -462,15 +496,18 @@ void gpt<Real, ES>::backward() {
 template <class Real, class ES>
 template <class P>
 void gpt<Real, ES>::recompute_block(int l) {
-  recomputing_ = true;
-  try {
-    visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_forward<P, decltype(t)>(l); });
-    visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_forward<P, decltype(t)>(l); });
-  } catch (...) {
-    recomputing_ = false;
-    throw;
-  }
-  recomputing_ = false;
+  // Nothing is observed twice: the sink is off while the block runs again.
+  struct again {
+    gpt& model;
+    std::vector<op_observation>* sink;
+    explicit again(gpt& m) : model(m), sink(std::exchange(m.observations_, nullptr)) { m.recomputing_ = true; }
+    ~again() {
+      model.recomputing_ = false;
+      model.observations_ = sink;
+    }
+  } const scope(*this);
+  visit_dtype<Real>(dtypes_.attn[l], [&](auto t) { attention_forward<P, decltype(t)>(l); });
+  visit_dtype<Real>(dtypes_.mlp[l], [&](auto t) { mlp_forward<P, decltype(t)>(l); });
 }
 
 template <class Real, class ES>
@@ -502,52 +539,40 @@ void gpt<Real, ES>::head_backward() {
 
 template <class Real, class ES>
 template <class P, class T, class In, class DIn>
-void gpt<Real, ES>::residual_branch_backward(const linear_parameters& p, int fp8_index, const In& input,
+void gpt<Real, ES>::residual_branch_backward(const pass<P, T>& ctx, detail::block_linear which, const In& input,
                                              const DIn& d_input) {
-  const pass<P, T> ctx(*this);
   const auto dresid = ctx.real(activation::dresid, 0, ctx.rows, ctx.width);
-  const auto dy = in_compute_type_with_bias_grad<T>(space_, dresid, (*buf_)(activation::dresid_low), ctx.grad(p.bias));
-  block_linear_backward<T>(space_, buf_->fp8.get(), fp8_index, dy, ctx.gemm(p.weight), input, d_input,
-                           ctx.grad_matrix(p.weight));
+  const auto dy = in_compute_type_with_bias_grad<T>(space_, dresid, (*buf_)(activation::dresid_low),
+                                                    ctx.grad(ctx.linear_of(which).bias));
+  ctx.backward_linear(which, dy, input, d_input);
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::mlp_backward(int l) {
-  const pass<P, T> ctx(*this);
-  const block_parameters& p = parameters_.blocks[l];
+  const pass<P, T> ctx(*this, l, layer_part::mlp);
   const std::size_t n = ctx.rows, c = ctx.width, m = ctx.hidden;
-  constexpr layer_part mlp = layer_part::mlp;
   const auto dfc_act = ctx.real(activation::dfc_act, 0, n, m);
-  using detail::block_linear;
-  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
-  residual_branch_backward<P, T>(p.mlp_proj, fp8_index(block_linear::mlp_proj),
-                                 ctx.compute(activation::fc_act, l, n, m), dfc_act);
-  note(l, mlp, "mlp.proj", true, dfc_act);
   const auto dfc_pre = ctx.compute(activation::dfc_pre, 0, n, m);
-  gelu_backward_and_bias_grad(space_, read_only(dfc_act), read_only(ctx.real(activation::fc_pre, l, n, m)), dfc_pre,
-                              ctx.grad(p.fc.bias));
-  note(l, mlp, "mlp.gelu", true, dfc_pre);
   const auto dln = ctx.real(activation::dln, 0, n, c);
-  block_linear_backward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::fc), dfc_pre, ctx.gemm(p.fc.weight),
-                           ctx.compute(activation::ln_out, 2 * l + 1, n, c), dln, ctx.grad_matrix(p.fc.weight));
-  note(l, mlp, "mlp.fc", true, dln);
-  norm_backward<P>(2 * l + 1, p.ln2, l, mlp, "ln2");
+  residual_branch_backward(ctx, detail::block_linear::mlp_proj, ctx.compute(activation::fc_act, l, n, m), dfc_act);
+  ctx.observe("mlp.proj", true, dfc_act);
+  gelu_backward_and_bias_grad(space_, read_only(dfc_act), read_only(ctx.real(activation::fc_pre, l, n, m)), dfc_pre,
+                              ctx.grad(parameters_.blocks[l].fc.bias));
+  ctx.observe("mlp.gelu", true, dfc_pre);
+  ctx.backward_linear(detail::block_linear::fc, dfc_pre, ctx.compute(activation::ln_out, 2 * l + 1, n, c), dln);
+  ctx.observe("mlp.fc", true, dln);
+  norm_backward<P>(2 * l + 1, parameters_.blocks[l].ln2, l, layer_part::mlp, "ln2");
 }
 
 template <class Real, class ES>
 template <class P, class T>
 void gpt<Real, ES>::attention_backward(int l) {
-  const pass<P, T> ctx(*this);
-  const block_parameters& p = parameters_.blocks[l];
+  const pass<P, T> ctx(*this, l, layer_part::attention);
   const std::size_t n = ctx.rows, c = ctx.width, score_rows = ctx.head_count * ctx.context;
-  constexpr layer_part attn = layer_part::attention;
   const auto datty = ctx.compute(activation::dattn_out, 0, n, c);
-  using detail::block_linear;
-  const auto fp8_index = [&](block_linear which) { return detail::fp8_linears<ES>::index(l, which); };
-  residual_branch_backward<P, T>(p.attn_proj, fp8_index(block_linear::attn_proj),
-                                 ctx.compute(activation::attn_out, l, n, c), datty);
-  note(l, attn, "attn.proj", true, datty);
+  residual_branch_backward(ctx, detail::block_linear::attn_proj, ctx.compute(activation::attn_out, l, n, c), datty);
+  ctx.observe("attn.proj", true, datty);
 
   const auto dout = ctx.head_matrices(static_cast<const T*>(datty.data()), 1);
   const T* rows = ctx.compute(activation::qkv_rows, l, n, 3 * c).data();
@@ -563,17 +588,16 @@ void gpt<Real, ES>::attention_backward(int l) {
   gemm_strided_batched(space_, op::none, op::transpose, 1.0f, dout, val, 0.0f, ctx.score_matrices(dprobs.data()));
   gemm_strided_batched(space_, op::transpose, op::none, 1.0f, ctx.score_matrices(probs_low), dout, 0.0f, dv);
   causal_softmax_backward(space_, probs, dprobs, dscores);
-  note(l, attn, "attn.scores", true, dscores);
+  ctx.observe("attn.scores", true, dscores);
   const auto ds = ctx.score_matrices(static_cast<const T*>(dscores.data()));
   gemm_strided_batched(space_, op::none, op::none, ctx.attention_scale, ds, k, 0.0f, dq);
   gemm_strided_batched(space_, op::transpose, op::none, ctx.attention_scale, ds, q, 0.0f, dk);
   const auto dln = ctx.real(activation::dln, 0, n, c);
-  column_sums(space_, read_only(dqkv_rows), ctx.grad(p.qkv.bias));
-  block_linear_backward<T>(space_, buf_->fp8.get(), fp8_index(block_linear::qkv), read_only(dqkv_rows),
-                           ctx.gemm(p.qkv.weight), ctx.compute(activation::ln_out, 2 * l, n, c), dln,
-                           ctx.grad_matrix(p.qkv.weight));
-  note(l, attn, "attn.qkv", true, dln);
-  norm_backward<P>(2 * l, p.ln1, l, attn, "ln1");
+  column_sums(space_, read_only(dqkv_rows), ctx.grad(parameters_.blocks[l].qkv.bias));
+  ctx.backward_linear(detail::block_linear::qkv, read_only(dqkv_rows), ctx.compute(activation::ln_out, 2 * l, n, c),
+                      dln);
+  ctx.observe("attn.qkv", true, dln);
+  norm_backward<P>(2 * l, parameters_.blocks[l].ln1, l, layer_part::attention, "ln1");
 }
 
 template <class Real, class ES>
@@ -635,8 +659,8 @@ std::vector<double> gpt<Real, ES>::logits() const {
 template <class Real, class ES>
 template <class V>
 void gpt<Real, ES>::note(int block, layer_part part, const char* op, bool backward, const V& output,
-                         bool residual_stream) {
-  if (observations_ == nullptr || recomputing_) return;  // the training step pays nothing, not even the name
+                         bool residual_stream) const {
+  if (observations_ == nullptr) return;  // the training step pays nothing, not even the name
   using T = typename V::non_const_value_type;
   const Kokkos::View<const T*, memory_space, Kokkos::MemoryUnmanaged> x(output.data(), output.size());
   observations_->push_back({part == layer_part::head ? std::string(op) : block_name(block) + "." + op, backward,

@@ -1,4 +1,4 @@
-#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/config/gpt_config.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
 
 #include <stdexcept>
@@ -42,5 +42,8 @@ gpt_parameters::gpt_parameters(const gpt_config& config) {
     units.push_back({b.ln1.gain, b.ln1.bias, b.qkv.weight, b.qkv.bias, b.attn_proj.weight, b.attn_proj.bias, b.ln2.gain,
                      b.ln2.bias, b.fc.weight, b.fc.bias, b.mlp_proj.weight, b.mlp_proj.bias});
 }
+
+tensor_table parameter_table(const gpt_config& config) { return gpt_parameters(config).table; }
+tensor_table gpt_config::parameter_table() const { return kamp::parameter_table(*this); }
 
 }  // namespace kamp

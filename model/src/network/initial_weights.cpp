@@ -9,12 +9,7 @@
 namespace kamp {
 
 std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t seed) {
-  return gpt2_initial_weights(config, seed, element_range{0, config.parameter_table().flat_size()});
-}
-
-std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t seed, std::size_t first,
-                                        std::size_t last) {
-  return gpt2_initial_weights(config, seed, element_range{first, last});
+  return gpt2_initial_weights(config, seed, element_range{0, parameter_table(config).flat_size()});
 }
 
 std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t seed, const element_range& range) {

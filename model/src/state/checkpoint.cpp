@@ -242,7 +242,7 @@ Byte* start_of(Byte* bytes, const tensor_table::entry& e, const element_range& p
 }
 
 void write_file(const std::string& path, const training_state& state, const dist::communicator& ranks) {
-  const tensor_table table = state.model.parameter_table();
+  const tensor_table table = parameter_table(state.model);
   const std::string problem =
       dist::agree<std::invalid_argument>(ranks, "kamp::write_checkpoint: another rank's state does not fit its model",
                                          [&] { check_tensor_sizes(state, table); });
@@ -488,7 +488,7 @@ read_result read_file(const std::string& path, element_range slice, const checkp
   read_result r{read_description(root, version), {}, true};
   training_state& s = r.state;
   check_tensor_count(root, s.model);
-  const tensor_table table = s.model.parameter_table();
+  const tensor_table table = parameter_table(s.model);
   if (!slice.whole() && (slice.first >= slice.last || slice.last > table.flat_size()))
     throw checkpoint_error("elements [" + std::to_string(slice.first) + ", " + std::to_string(slice.last) +
                            ") were asked for, but the model's flat buffers have " + std::to_string(table.flat_size()));
@@ -606,7 +606,7 @@ training_state read_checkpoint(const std::string& path, const dist::communicator
   std::vector<std::uint64_t> sums;
   for (const auto& h : r.hashes) sums.push_back(h.part);
   // The parts add up to a dataset's hash only when the ranks' slices cover the flat buffers.
-  const std::size_t flat = s.model.parameter_table().flat_size();
+  const std::size_t flat = parameter_table(s.model).flat_size();
   const bool covered = slice.whole() || ranks.sum(double(slice.size())) == double(flat);
   if (!slice.whole()) ranks.sum(sums);
   for (std::size_t i = 0; covered && i < r.hashes.size(); ++i) {
@@ -616,7 +616,7 @@ training_state read_checkpoint(const std::string& path, const dist::communicator
   // The same verdict for kamp-inspect as for a resume: a state no trainer could have produced
   // is refused here, not only when a run restores it.
   const std::string invalid = dist::agree<std::invalid_argument>(
-      ranks, "another rank's part of it is not a valid state", [&] { check_state(s, s.model.parameter_table()); });
+      ranks, "another rank's part of it is not a valid state", [&] { check_state(s, parameter_table(s.model)); });
   if (!invalid.empty()) throw checkpoint_error("checkpoint '" + path + "': " + invalid);
   // Last, so that an edit the checks above name precisely is reported by them.
   if (!r.digest_matches)
@@ -627,7 +627,7 @@ training_state read_checkpoint(const std::string& path, const dist::communicator
 }
 
 std::uint64_t checkpoint_tensor_bytes(const gpt_config& model, const precision_policy& policy) {
-  const std::uint64_t elements = model.parameter_table().flat_size();
+  const std::uint64_t elements = parameter_table(model).flat_size();
   std::uint64_t bytes = 0;
   for (const auto& [role, type] : state_layout(policy)) bytes += elements * size_of(type);
   return bytes;

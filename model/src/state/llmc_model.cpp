@@ -173,7 +173,7 @@ std::vector<float> exact_weights(const training_state& state) {
   const state_tensor* exact = nullptr;
   for (const state_tensor& t : state.tensors)
     if (t.role == (state.policy.has_master() ? "master" : "model")) exact = &t;
-  const std::size_t n = state.model.parameter_table().flat_size();
+  const std::size_t n = parameter_table(state.model).flat_size();
   if (exact == nullptr || exact->size() != n || state.slice.within(n).size() != n)
     throw std::invalid_argument("kamp::exact_weights: the state lacks its complete exact weights");
   std::vector<float> out(n);
@@ -182,7 +182,7 @@ std::vector<float> exact_weights(const training_state& state) {
 }
 
 training_state with_weights(training_state state, const std::vector<float>& weights) {
-  const std::size_t n = state.model.parameter_table().flat_size();
+  const std::size_t n = parameter_table(state.model).flat_size();
   if (weights.size() != n)
     throw std::invalid_argument("kamp::with_weights: " + std::to_string(weights.size()) +
                                 " weights for a parameter table of " + std::to_string(n));

@@ -1,3 +1,4 @@
+#include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/state/state_weights.hpp>
 
 #include <stdexcept>
@@ -6,7 +7,7 @@
 namespace kamp {
 
 template <class ES>
-state_weights<ES>::state_weights(const training_state& state) : table_(state.model.parameter_table()) {
+state_weights<ES>::state_weights(const training_state& state) : table_(parameter_table(state.model)) {
   const auto tensor = [&](const char* role) -> const state_tensor* {
     for (const auto& t : state.tensors)
       if (t.role == role) return &t;

@@ -1,9 +1,9 @@
 #include <kamp/kernels/unscale_and_check.hpp>
 #include <kamp/model/dist/agree.hpp>
+#include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/training/trainer.hpp>
 
-#include "dist/packing.hpp"
-#include "dist/sharded_units.hpp"
+#include "dist/gradient_exchange.hpp"
 #include "state/fields.hpp"
 #include "training/optimizer_slot.hpp"
 
@@ -50,7 +50,7 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
     throw std::invalid_argument(
         "trainer: data parallelism shards at least the optimizer state: use sharding "
         "optimizer (ZeRO-1), gradients (ZeRO-2) or parameters (ZeRO-3/FSDP)");
-  const tensor_table table = config.parameter_table();
+  const tensor_table table = parameter_table(config);
   const dist::communicator& ranks = parallel.ranks;
   for (int r = 0; r < ranks.size(); ++r) {
     shards_.push_back(table.shard(r, ranks.size()));
@@ -60,70 +60,14 @@ trainer::trainer(const gpt_config& config, const precision_policy& policy, const
                                   " parameters (shards are multiples of 64): use fewer ranks or a larger model");
   }
   model_ = std::make_unique<gpt<float>>(config, policy, options.batch, execution_space(), options.recompute);
+  // At ZeRO-3 each rank keeps only its shard of the model copy; otherwise the whole copy.
   const bool sharded_copy = ranks.distributed() && parallel.level == sharding::parameters;
   optimizer_ = detail::make_optimizer(
       policy, options,
       sharded_copy ? gpt2_initial_weights(config, options.seed, shard()) : gpt2_initial_weights(config, options.seed),
       shard(), !sharded_copy);
-  if (ranks.distributed() && parallel.level != sharding::optimizer)
-    units_ = std::make_unique<detail::sharded_units>(
-        *model_, parallel_.ranks, shards_, parallel.gradient_reduction, sharded_copy, !parallel.reshard_after_forward,
-        detail::sharded_units::weights_source{optimizer_->copy(),
-                                              policy.has_master() ? optimizer_->exact() : weights_ref{}});
-  if (sharded_copy) return;  // the units' weights are gathered and bound unit by unit
-  if (ranks.distributed() && policy.has_master()) {
-    bind_gathered_exact_weights(table);
-  } else {
-    model_->bind_weights(optimizer_->exact(), optimizer_->copy());
-  }
-}
-
-void trainer::bind_gathered_exact_weights(const tensor_table& table) {
-  // The model reads embeddings, LayerNorms and biases in fp32: those values of the master are
-  // gathered from the shards after every update, the rest stays sharded. They are packed in
-  // table order, so a table of them without alignment gaps lays out the packed buffer.
-  const tensor_table exact = exactly_read_parameters(config_, policy_);
-  tensor_table packed(1);
-  std::vector<std::size_t> tensors;
-  for (const auto& e : exact.entries()) {
-    tensors.push_back(table.index_of(e.name));
-    packed.add(e.name, e.shape);
-  }
-  exact_packing_ = std::make_unique<detail::packing>(
-      detail::tensor_ranges(table, tensors, std::vector<bool>(table.count(), true)), shards_, parallel_.ranks.rank());
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (exact_packing_->position(table[tensors[i]].offset) != packed[i].offset)
-      throw std::logic_error("kamp::trainer: the packed exact weights are not laid out in table order");
-  exact_gathered_ = Kokkos::View<float*, memory_space>("kamp::dist::exact_weights", exact_packing_->size);
-  model_->bind_weights({dtype::fp32, exact_gathered_.data()}, packed, optimizer_->copy());
-  share_weights();
-}
-
-std::vector<std::size_t> trainer::shard_sizes() const {
-  std::vector<std::size_t> out;
-  for (const element_range& s : shards_) out.push_back(s.size());
-  return out;
-}
-
-void trainer::share_weights() {
-  const dist::communicator& ranks = parallel_.ranks;
-  if (!ranks.distributed()) return;
-  if (parallel_.level == sharding::parameters) {
-    units_->weights_changed();  // the next pass gathers the units again
-    return;
-  }
-  const execution_space ex;
-  ex.fence();  // MPI reads the buffers from the host
-  const weights_ref copy = optimizer_->copy();
-  ranks.all_gather(const_cast<void*>(copy.data), size_of(copy.type), shards_);
-  if (!exact_packing_) return;
-  const float* master = static_cast<const float*>(optimizer_->exact().data);
-  for (const auto& p : exact_packing_->mine)
-    Kokkos::deep_copy(
-        ex, Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(exact_gathered_.data() + p.packed, p.size),
-        Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + p.shard, p.size));
-  ex.fence();
-  ranks.all_gather(exact_gathered_.data(), sizeof(float), exact_packing_->parts);
+  exchange_ =
+      detail::make_gradient_exchange(*model_, policy_, parallel_, shards_, optimizer_->exact(), optimizer_->copy());
 }
 
 trainer::~trainer() = default;
@@ -153,11 +97,7 @@ void record_step(const execution_space& ex, const Kokkos::View<const double*, me
 
 }  // namespace
 
-double trainer::communication_wait_seconds() {
-  const double waited = blocked_seconds_ + (units_ ? units_->take_wait_seconds() : 0.0);
-  blocked_seconds_ = 0;
-  return waited;
-}
+double trainer::communication_wait_seconds() { return exchange_->take_wait_seconds(); }
 
 std::int64_t trainer::steps_taken() const {
   std::int64_t taken = 0;
@@ -173,11 +113,7 @@ void trainer::advance() {
     drained_.insert(drained_.end(), early.begin(), early.end());
   }
   if (unread_ == 0 && drained_.empty()) unread_since_ = std::chrono::steady_clock::now();
-  if (units_) {
-    units_->start_step();
-  } else {
-    Kokkos::deep_copy(ex, model_->grads(), 0.0f);
-  }
+  exchange_->start_step();
   const auto scaler = policy_.loss_scaling() ? scaler_.state() : gpt<float>::scaler_view();
   for (int m = 0; m < options_.micro_batches; ++m) {
     // Rank r's micro-batch is rows [r·B, (r+1)·B) of one process's batch N·B: the same windows.
@@ -186,38 +122,16 @@ void trainer::advance() {
     model_->forward_backward(batches_.tokens(), batches_.targets(), 1.0 / (options_.micro_batches * ranks.size()),
                              scaler, Kokkos::subview(micro_losses_, m));
   }
-  if (units_) units_->finish_backward();
-  Kokkos::View<float*, memory_space> grads = units_ ? units_->gradients() : model_->grads();
-  if (gradient_hook_) gradient_hook_(grads);
-  if (ranks.distributed() && !units_) {
-    ex.fence();  // MPI reads the gradients from the host
-    const auto start = std::chrono::steady_clock::now();
-    ranks.reduce_scatter_sum(grads.data(), shard_sizes(), parallel_.gradient_reduction);
-    blocked_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    grads = Kokkos::subview(grads, shard().pair());
-  }
+  const Kokkos::View<float*, memory_space> grads = exchange_->finish_backward(gradient_hook_);
   // One pass: inf/NaN check and the norm; the optimizer applies 1/scale and the clip factor.
   unscale_and_check(ex, grads, scaler_.state(), check_, unscale_options{false, true});
-  if (ranks.distributed()) {
-    // Every rank skips or steps, clips and updates its scaler from the same global verdict.
-    gradient_check result;
-    Kokkos::deep_copy(result, check_);
-    result.found_inf = ranks.max(result.found_inf);
-    result.norm_squared = ranks.sum(result.norm_squared);
-    Kokkos::deep_copy(check_, result);
-  }
+  exchange_->agree(check_);
   record_step(ex, micro_losses_, check_, scaler_.state(), optimizer_->step_count(), schedule_,
               double(options_.batch) * config_.context, Kokkos::subview(records_, unread_));
   optimizer_->step(grads, gradient_control<memory_space>{scaler_.state(), check_, false, options_.grad_clip},
                    schedule_);
   scaler_.update(ex, check_);
-  if (ranks.distributed()) {
-    gradient_check result;
-    Kokkos::deep_copy(result, check_);
-    const auto start = std::chrono::steady_clock::now();
-    if (!result.found_inf) share_weights();
-    if (!units_) blocked_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  exchange_->share_updated_weights();
   ++attempts_;
   ++unread_;
 }
@@ -369,7 +283,7 @@ void trainer::check_restorable(const training_state& s) const {
          (policy_.mode == precision_mode::pure_bf16 ? std::string(" (") + name(policy_.update) + " updates)" : "") +
          ": the optimizer state differs between modes; resume with the checkpoint's mode");
   const auto layout = state_layout(policy_);
-  const tensor_table table = config_.parameter_table();
+  const tensor_table table = parameter_table(config_);
   if (!s.slice.whole() && s.slice != shard())
     fail("it holds elements [" + std::to_string(s.slice.first) + ", " + std::to_string(s.slice.last) +
          ") of the flat buffers, but this rank's shard is [" + std::to_string(shard().first) + ", " +
@@ -414,7 +328,7 @@ void trainer::restore(const training_state& s) {
   } else {
     optimizer_->restore(s.tensors, s.steps_taken);
   }
-  share_weights();
+  exchange_->share_weights();
   attempts_ = s.attempts;
   unread_ = 0;  // reports of steps before the restore no longer describe this run
   drained_.clear();

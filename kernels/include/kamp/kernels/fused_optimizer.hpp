@@ -3,6 +3,7 @@
 
 #include <kamp/kernels/cast.hpp>
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/detail/fused_update.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/rounding_options.hpp>
@@ -38,104 +39,6 @@ struct gradient_control {
   bool grads_unscaled = false;  ///< true when unscale_and_check already unscaled the gradients in place
   float max_norm = 0.0f;        ///< > 0: scale the gradients so their global L2 norm is at most this
 };
-
-namespace detail {
-
-/// What the one-thread prepare task computes for the flat update kernel.
-template <class Rule>
-struct step_scalars {
-  int skip;           ///< found_inf: the update kernel returns without touching anything
-  float grad_factor;  ///< 1/scale (unless already unscaled) times the clip coefficient
-  float grad_norm;    ///< global L2 norm of the unscaled gradients (0 if not computed)
-  std::int64_t t;     ///< 1-based number of this step
-  typename Rule::scalars rule;
-};
-
-enum class store_scheme { master_nearest, master_stochastic, nearest, stochastic, kahan };
-
-// Functions, not constexpr locals: nvcc's extended lambdas may not capture a variable for the
-// first time inside `if constexpr`, and a constexpr local would be such a capture.
-KOKKOS_INLINE_FUNCTION constexpr bool has_master(store_scheme s) {
-  return s == store_scheme::master_nearest || s == store_scheme::master_stochastic;
-}
-KOKKOS_INLINE_FUNCTION constexpr bool is_stochastic(store_scheme s) {
-  return s == store_scheme::master_stochastic || s == store_scheme::stochastic;
-}
-
-template <class Model, class Grad, class Moment>
-struct optimizer_arrays {
-  Model* model;
-  const Grad* grads;
-  float* master;
-  Moment* moment1;
-  Moment* moment2;
-  Model* compensation;
-};
-
-/// The flat update: per element, load the gradient, apply the factor, run the rule in fp32 on
-/// the master (or the widened weight), store moments and weights per the scheme.
-template <class Rule, store_scheme Scheme, class ExecutionSpace, class Model, class Grad, class Moment,
-          class ScalarsView>
-void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Grad, Moment>& a,
-                  const ScalarsView& scalars, std::size_t n, const rounding_options& rounding) {
-  // Gradients read; master, moments and compensation read and written; the model copy
-  // written, and read too where it is the weight itself (no master).
-  report_traffic(Rule::update_label, elements_bytes<Grad, Model>(n) +
-                                         (a.master ? elements_bytes<float, float>(n) : elements_bytes<Model>(n)) +
-                                         (a.moment1 ? elements_bytes<Moment, Moment>(n) : 0.0) +
-                                         (a.moment2 ? elements_bytes<Moment, Moment>(n) : 0.0) +
-                                         (a.compensation ? elements_bytes<Model, Model>(n) : 0.0));
-  constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
-  const std::uint64_t base_seed = rounding.seed, stream_offset = rounding.stream_offset;
-  Kokkos::parallel_for(
-      Rule::update_label, work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
-      KOKKOS_LAMBDA(std::int64_t k) {
-        const step_scalars<Rule> s = scalars();
-        if (s.skip) return;
-        const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
-        Model* KAMP_RESTRICT w_lo = a.model;
-        const Grad* KAMP_RESTRICT g_lo = a.grads;
-        float* KAMP_RESTRICT w32 = a.master;
-        Moment* KAMP_RESTRICT m1 = a.moment1;
-        Moment* KAMP_RESTRICT m2 = a.moment2;
-        Model* KAMP_RESTRICT comp = a.compensation;
-        // A fresh random stream every step (s.t), the same for every backend and shard layout.
-        const std::uint64_t seed = base_seed + static_cast<std::uint64_t>(s.t) * 0x9e3779b97f4a7c15ull;
-        const std::uint64_t first_index = stream_offset;
-        const float factor = s.grad_factor;
-        const typename Rule::scalars rule = s.rule;
-        KAMP_SIMD()
-        for (std::size_t i = begin; i < end; ++i) {
-          const float g = load_float(g_lo + i) * factor;
-          float first = load_float(m1 + i);
-          float second = 0.0f;
-          if constexpr (Rule::moments > 1) second = load_float(m2 + i);
-          float w;
-          if constexpr (has_master(Scheme)) {
-            w = w32[i];
-          } else {
-            w = load_float(w_lo + i);
-          }
-          const float updated = Rule::apply(rule, w, g, first, second);
-          store_nearest(m1 + i, first);
-          if constexpr (Rule::moments > 1) store_nearest(m2 + i, second);
-          if constexpr (has_master(Scheme)) w32[i] = updated;
-          if constexpr (Scheme == store_scheme::kahan) {
-            // Kahan summation: add the carried remainder to this step's change, store the
-            // rounded weight, carry what the rounding lost (exact in fp32: both are 16-bit).
-            const float y = (updated - w) + load_float(comp + i);
-            store_nearest(w_lo + i, w + y);
-            store_nearest(comp + i, y - (load_float(w_lo + i) - w));
-          } else if constexpr (is_stochastic(Scheme)) {
-            store_stochastic(w_lo + i, updated, counter_random(seed, first_index + i));
-          } else {
-            store_nearest(w_lo + i, updated);
-          }
-        }
-      });
-}
-
-}  // namespace detail
 
 /// \brief A fused optimizer over flat buffers: every step is one small device task (step count,
 /// bias corrections, skip and clip decisions) and one kernel over the flat range that reads the
@@ -234,17 +137,6 @@ class fused_optimizer {
   Kokkos::View<std::int64_t, MemorySpace> step_;
   scalars_view scalars_;
 };
-
-namespace detail {
-template <class LearningRate>
-KOKKOS_INLINE_FUNCTION float learning_rate_at(const LearningRate& lr, std::int64_t steps_taken) {
-  if constexpr (std::is_arithmetic_v<LearningRate>) {
-    return static_cast<float>(lr);
-  } else {
-    return lr(steps_taken);
-  }
-}
-}  // namespace detail
 
 template <class Rule, class Model, class Grad, class Moment, class MemorySpace>
 template <class ExecutionSpace, class LearningRate>

@@ -2,9 +2,9 @@
 #define KAMP_KERNELS_GEMM_HPP
 
 #include <kamp/config.hpp>
-#include <kamp/kernels/impl/gemm_dispatch.hpp>
-#include <kamp/kernels/impl/gemm_portable.hpp>
-#include <kamp/kernels/impl/gemm_widened.hpp>
+#include <kamp/kernels/detail/gemm_dispatch.hpp>
+#include <kamp/kernels/detail/gemm_portable.hpp>
+#include <kamp/kernels/detail/gemm_widened.hpp>
 #include <kamp/numeric/dtype.hpp>
 #include <kamp/numeric/format.hpp>
 
@@ -71,28 +71,30 @@ auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AVi
   using TA = typename AView::non_const_value_type;
   using TB = typename BView::non_const_value_type;
   using TC = typename CView::non_const_value_type;
-  return gemm_problem<TA, TB, TC>{m,
-                                  n,
-                                  k,
-                                  batch,
-                                  ta,
-                                  tb,
-                                  alpha,
-                                  beta,
-                                  A.data(),
-                                  std::int64_t(A.stride(r - 2)),
-                                  batch_stride(A),
-                                  B.data(),
-                                  std::int64_t(B.stride(r - 2)),
-                                  batch_stride(B),
-                                  C.data(),
-                                  std::int64_t(C.stride(r - 2)),
-                                  batch_stride(C),
-                                  bias,
-                                  inner,
-                                  inner_stride(A),
-                                  inner_stride(B),
-                                  inner_stride(C)};
+  gemm_problem<TA, TB, TC> p{};
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.trans_a = ta;
+  p.trans_b = tb;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.a = A.data();
+  p.lda = std::int64_t(A.stride(r - 2));
+  p.stride_a = batch_stride(A);
+  p.b = B.data();
+  p.ldb = std::int64_t(B.stride(r - 2));
+  p.stride_b = batch_stride(B);
+  p.c = C.data();
+  p.ldc = std::int64_t(C.stride(r - 2));
+  p.stride_c = batch_stride(C);
+  p.bias = bias;
+  p.inner = inner;
+  p.inner_stride_a = inner_stride(A);
+  p.inner_stride_b = inner_stride(B);
+  p.inner_stride_c = inner_stride(C);
+  return p;
 }
 
 }  // namespace detail
@@ -110,19 +112,9 @@ struct gemm_path_info {
 template <class ExecutionSpace, class TA, class TB, class TC>
 gemm_path_info gemm_path_on_this_machine() {
   constexpr int s = 256;
-  const detail::gemm_problem<TA, TB, TC> p{s, s, s,       1, false, false,   1.0f, 0.0f, nullptr,
-                                           s, 0, nullptr, s, 0,     nullptr, s,    0,    nullptr};
+  const auto p = detail::square_problem<TA, TB, TC>(s);
   const detail::gemm_route<ExecutionSpace, TA, TB, TC> route(p, gemm_algorithm::automatic, detail::gemm_vendor_order());
   return {route.path, detail::gemm_explanation<ExecutionSpace>(p, route.path, detail::gemm_vendor_order())};
-}
-
-/// \brief Deprecated in kamp 0.2, removed in 0.3: `gemm_path_on_this_machine<...>().path`, which
-/// also says why. The path is decided at the first call of each type combination and kept; the
-/// string stays valid until the program ends.
-template <class ExecutionSpace, class TA, class TB, class TC>
-[[deprecated("kamp 0.2: use gemm_path_on_this_machine<...>().path")]] const char* gemm_path() {
-  static const std::string path = gemm_path_on_this_machine<ExecutionSpace, TA, TB, TC>().path;
-  return path.c_str();
 }
 
 /// \brief The path one particular call of `gemm` takes (its shapes, strides, bias, alpha, beta).

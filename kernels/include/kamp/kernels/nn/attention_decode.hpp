@@ -5,7 +5,7 @@
 // positions before it (a KV cache): what generation runs per token instead of the whole
 // context. The arithmetic is the training forward's: scores alpha·q·k accumulated in fp32,
 // softmax in fp32, probabilities rounded to the compute type, then P·V accumulated in fp32.
-#include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 
 namespace kamp {

@@ -4,7 +4,7 @@
 // Attention's GEMMs run once per layer over all (batch, head) pairs when each head's rows are
 // contiguous: these kernels move activations between the Linear layers' row layout (B·T, k·C)
 // and the heads layout (k, B, H, T, C/H), as llm.c's permute/unpermute kernels do.
-#include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 #include <kamp/tools/traffic.hpp>
 

@@ -1,7 +1,7 @@
 #ifndef KAMP_KERNELS_NN_COLUMN_SUMS_HPP
 #define KAMP_KERNELS_NN_COLUMN_SUMS_HPP
 
-#include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/tools/traffic.hpp>
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 #define KAMP_KERNELS_NN_CROSS_ENTROPY_HPP
 
 #include <kamp/kernels/loss_scaler.hpp>
-#include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 #include <kamp/tools/traffic.hpp>
 

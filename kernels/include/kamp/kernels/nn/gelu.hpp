@@ -2,7 +2,7 @@
 #define KAMP_KERNELS_NN_GELU_HPP
 
 #include <kamp/kernels/nn/column_sums.hpp>
-#include <kamp/kernels/nn/detail.hpp>
+#include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/tools/traffic.hpp>
 
 #include <cstddef>

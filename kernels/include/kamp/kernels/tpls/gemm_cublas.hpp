@@ -3,7 +3,7 @@
 
 // fp32/bf16/fp16 GEMMs on CUDA through cublasGemmEx with fp32 compute.
 #include <kamp/config.hpp>
-#include <kamp/kernels/impl/gemm_portable.hpp>
+#include <kamp/kernels/detail/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
 #include <kamp/numeric/format.hpp>
 

@@ -7,7 +7,7 @@
 // oneDNN decides whether it serves a problem: no implementation for the types on this CPU (bf16
 // in oneDNN 2.6 below AVX-512), or only its reference one, and the problem goes to the next path.
 #include <kamp/config.hpp>
-#include <kamp/kernels/impl/gemm_portable.hpp>
+#include <kamp/kernels/detail/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
 #include <kamp/numeric/dtype.hpp>
 #include <kamp/numeric/format.hpp>

@@ -4,7 +4,7 @@
 // fp32 x fp32 -> fp32 through Kokkos Kernels' KokkosBlas::gemm, which itself dispatches to the
 // BLAS it was built with (OpenBLAS on the host, cuBLAS on CUDA).
 #include <kamp/config.hpp>
-#include <kamp/kernels/impl/gemm_portable.hpp>
+#include <kamp/kernels/detail/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
 
 #ifdef KAMP_ENABLE_KOKKOSKERNELS

@@ -82,11 +82,6 @@ class communicator {
   void all_gather(void* buffer, std::size_t element_bytes, const std::vector<element_range>& parts) const;
   /// all_gather() started: the buffer must stay untouched until the request is waited for.
   request start_all_gather(void* buffer, std::size_t element_bytes, const std::vector<element_range>& parts) const;
-  /// Host buffers: rank r's `part` (counts[r] elements of `element_bytes`) concatenated in rank
-  /// order into `full` on `root` (ignored elsewhere). Nothing in kamp gathers to one rank since
-  /// checkpoints are written in parallel: removed in 0.3.0.
-  [[deprecated("kamp 0.2: unused since checkpoints are written in parallel; removed in 0.3.0")]] void gather(
-      const void* part, void* full, std::size_t element_bytes, const std::vector<std::size_t>& counts, int root) const;
 
   /// Ends every rank's process with `code` (MPI_Abort): for an error on one rank, which the
   /// others would wait for in their next collective. One process: std::exit.
@@ -101,9 +96,5 @@ class communicator {
 };
 
 }  // namespace kamp::dist
-
-// dist::environment has its own header since 0.2.0; included here until 0.3.0 so that code that
-// found it here still builds.
-#include <kamp/model/dist/environment.hpp>
 
 #endif

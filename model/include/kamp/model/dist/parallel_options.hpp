@@ -1,8 +1,8 @@
 #ifndef KAMP_MODEL_DIST_PARALLEL_OPTIONS_HPP
 #define KAMP_MODEL_DIST_PARALLEL_OPTIONS_HPP
 
+#include <kamp/model/config/sharding.hpp>
 #include <kamp/model/dist/communicator.hpp>
-#include <kamp/model/dist/sharding.hpp>
 #include <kamp/numeric/dtype.hpp>
 
 namespace kamp {

@@ -1,25 +1,12 @@
 #ifndef KAMP_MODEL_DIST_SHARDING_HPP
 #define KAMP_MODEL_DIST_SHARDING_HPP
 
-#include <string>
-#include <vector>
-
-namespace kamp {
-
-/// What data-parallel ranks split (the ZeRO stages; stage 3 is FSDP's full shard, llama-recipes'
-/// "per GPU" arithmetic).
-enum class sharding {
-  none,        ///< every rank holds everything
-  optimizer,   ///< ZeRO-1: master weights and optimizer moments
-  gradients,   ///< ZeRO-2: also the gradients
-  parameters,  ///< ZeRO-3 / FSDP full shard: also the model copy
-};
-/// Every sharding level, from none to parameters: the order help texts and messages list them.
-const std::vector<sharding>& sharding_levels();
-const char* name(sharding s);
-/// The level `s` names (name() of one of sharding_levels()); throws std::invalid_argument otherwise.
-sharding parse_sharding(const std::string& s);
-
-}  // namespace kamp
+// Deprecated in kamp 0.3.0, removed in 0.4.0: the model's headers are grouped in one-way layers,
+// and private kernel code lives in detail/ folders.
+#ifndef KAMP_NO_DEPRECATION_WARNINGS
+#warning \
+    "<kamp/model/dist/sharding.hpp> is deprecated: include <kamp/model/config/sharding.hpp> (define KAMP_NO_DEPRECATION_WARNINGS to silence)"
+#endif
+#include <kamp/model/config/sharding.hpp>
 
 #endif

@@ -1,8 +1,9 @@
 #ifndef KAMP_MODEL_NETWORK_ACTIVATION_LAYOUT_HPP
 #define KAMP_MODEL_NETWORK_ACTIVATION_LAYOUT_HPP
 
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
+#include <kamp/model/config/activation_recompute.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
 #include <kamp/numeric/dtype.hpp>
 
 #include <array>
@@ -41,16 +42,6 @@ enum class activation : int {
   bias,
   count
 };
-
-/// \brief Which activations the forward pass keeps for the backward pass.
-enum class activation_recompute {
-  none,   ///< every layer's: the fastest step
-  blocks  ///< each block's input only; the backward pass runs each block's forward again from it
-          ///< (torch.utils.checkpoint around every block): the same gradients, bit for bit
-};
-const char* name(activation_recompute r);
-activation_recompute parse_activation_recompute(const std::string& s);
-std::vector<activation_recompute> activation_recomputes();
 
 /// The copy of activation `a` that LayerNorm or layer `index` (as the model numbers them) uses.
 /// Without recomputation each its own. With blocks: one copy of every per-layer buffer for all

@@ -5,13 +5,13 @@
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/kernels/nn/embedding.hpp>
 #include <kamp/kernels/value_range.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
 #include <kamp/model/network/activation_layout.hpp>
 #include <kamp/model/network/fp8_state.hpp>
-#include <kamp/model/network/gpt_config.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/network/unit_hooks.hpp>
 #include <kamp/model/network/weight_binding.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
 #include <kamp/numeric/dtype.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -21,6 +21,10 @@
 #include <vector>
 
 namespace kamp {
+
+namespace detail {
+enum class block_linear;  ///< a block's Linear layers: qkv, attn_proj, fc, mlp_proj
+}
 
 /// \brief The range of one op's output in one pass: the precision doctor's evidence.
 struct op_observation {
@@ -158,11 +162,11 @@ class gpt {
   void mlp_backward(int l);
   template <class P, class T>
   void head_backward();
-  /// The backward pass of a block's output Linear and skip connection: the gradient of the
-  /// Linear's input `input` into `d_input` from the residual stream's, its weight's and bias'
-  /// gradients added. `fp8_index` is the Linear's number among the FP8 tensors (amp_fp8).
+  /// The backward pass of a block's output Linear `which` and skip connection: the gradient of
+  /// the Linear's input `input` into `d_input` from the residual stream's, its weight's and bias'
+  /// gradients added.
   template <class P, class T, class In, class DIn>
-  void residual_branch_backward(const linear_parameters& p, int fp8_index, const In& input, const DIn& d_input);
+  void residual_branch_backward(const pass<P, T>& ctx, detail::block_linear which, const In& input, const DIn& d_input);
   /// LayerNorm i (of 2L + 1) of the residual stream into its output in T, and its backward
   /// pass, which adds to the residual stream's gradient; `op` names it for observe().
   template <class P, class T>
@@ -172,7 +176,8 @@ class gpt {
   /// Records the range of an op's output for observe(): named "<block>.<op>" (the head's ops
   /// without a block), with the layer it belongs to and whether it is the residual stream.
   template <class V>
-  void note(int block, layer_part part, const char* op, bool backward, const V& output, bool residual_stream = false);
+  void note(int block, layer_part part, const char* op, bool backward, const V& output,
+            bool residual_stream = false) const;
 
   gpt_config config_;
   precision_policy policy_;
@@ -181,7 +186,8 @@ class gpt {
   int batch_;
   ExecutionSpace space_;
   activation_recompute recompute_;
-  bool recomputing_ = false;  ///< inside recompute_block: the block's input is complete, nothing is observed
+  bool recomputing_ = false;      ///< inside recompute_block: the block's input is complete
+  std::vector<bool> fp8_linear_;  ///< per block Linear (fp8_linears::index): through FP8, chosen once
   weight_binding binding_;
   detail::weight_addresses at_;  ///< where each parameter's weights are read
   mutable Kokkos::View<Real*, memory_space> grads_;

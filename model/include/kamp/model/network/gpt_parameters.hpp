@@ -64,6 +64,9 @@ struct gpt_parameters {
   const tensor_table::entry& operator[](std::size_t tensor) const { return table[tensor]; }
 };
 
+/// The GPT's parameters in GPT-2's order and names (wte, wpe, h<l>.ln1.weight, ..., lnf.bias).
+tensor_table parameter_table(const gpt_config& config);
+
 }  // namespace kamp
 
 #endif

@@ -2,7 +2,7 @@
 #define KAMP_MODEL_NETWORK_INITIAL_WEIGHTS_HPP
 
 #include <kamp/kernels/element_range.hpp>
-#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/config/gpt_config.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,8 +15,6 @@ namespace kamp {
 std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t seed);
 /// Elements `range` of the flat buffer gpt2_initial_weights() returns (a rank's shard).
 std::vector<float> gpt2_initial_weights(const gpt_config& config, std::uint64_t seed, const element_range& range);
-[[deprecated("kamp 0.2: pass an element_range{first, last}")]] std::vector<float> gpt2_initial_weights(
-    const gpt_config& config, std::uint64_t seed, std::size_t first, std::size_t last);
 
 }  // namespace kamp
 

@@ -2,8 +2,8 @@
 #define KAMP_MODEL_NETWORK_WEIGHT_BINDING_HPP
 
 #include <kamp/kernels/flat_tensors.hpp>
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
 #include <kamp/numeric/dtype.hpp>
 
 #include <vector>

@@ -1,19 +1,12 @@
 #ifndef KAMP_MODEL_PRECISION_GEMM_PATHS_HPP
 #define KAMP_MODEL_PRECISION_GEMM_PATHS_HPP
 
-#include <kamp/model/precision/precision_policy.hpp>
-
-#include <string>
-#include <vector>
-
-namespace kamp {
-
-/// \brief The GEMM path for each (A, B, C) type combination a run in this policy multiplies
-/// with, and why, on this machine's default execution space: one line each, e.g.
-/// "bf16 x bf16 -> fp32: widened (dnnl declines: oneDNN 2.6.3 has no bf16 x bf16 -> fp32 matmul
-/// on this CPU (oneDNN's ISA: avx2); widened: ...)".
-std::vector<std::string> gemm_paths(const precision_policy& policy);
-
-}  // namespace kamp
+// Deprecated in kamp 0.3.0, removed in 0.4.0: the model's headers are grouped in one-way layers,
+// and private kernel code lives in detail/ folders.
+#ifndef KAMP_NO_DEPRECATION_WARNINGS
+#warning \
+    "<kamp/model/precision/gemm_paths.hpp> is deprecated: include <kamp/model/diagnostics/gemm_paths.hpp> (define KAMP_NO_DEPRECATION_WARNINGS to silence)"
+#endif
+#include <kamp/model/diagnostics/gemm_paths.hpp>
 
 #endif

@@ -1,7 +1,7 @@
 #ifndef KAMP_MODEL_STATE_LLMC_MODEL_HPP
 #define KAMP_MODEL_STATE_LLMC_MODEL_HPP
 
-#include <kamp/model/network/gpt_config.hpp>
+#include <kamp/model/config/gpt_config.hpp>
 #include <kamp/model/state/training_state.hpp>
 
 #include <string>

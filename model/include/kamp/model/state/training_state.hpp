@@ -2,11 +2,12 @@
 #define KAMP_MODEL_STATE_TRAINING_STATE_HPP
 
 #include <kamp/kernels/element_range.hpp>
+#include <kamp/kernels/flat_tensors.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
+#include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/config/precision_policy.hpp>
+#include <kamp/model/config/train_options.hpp>
 #include <kamp/model/network/fp8_state.hpp>
-#include <kamp/model/network/gpt_config.hpp>
-#include <kamp/model/precision/precision_policy.hpp>
-#include <kamp/model/training/train_options.hpp>
 
 #include <cstdint>
 #include <string>

@@ -33,8 +33,7 @@ struct step_report {
 
 namespace detail {
 struct optimizer_slot;
-struct packing;
-class sharded_units;
+class gradient_exchange;
 /// What a step leaves on the device for its report.
 struct step_record {
   double loss;  ///< mean over the micro-batches of their mean loss
@@ -118,13 +117,6 @@ class trainer {
   void restore(const training_state& s);
 
  private:
-  /// Sharded AMP: binds the model to the fp32 values it reads exactly, gathered from the master
-  /// shards into exact_gathered_ (`table` is the parameter table).
-  void bind_gathered_exact_weights(const tensor_table& table);
-  /// Shares the updated shards: the model copy, and the fp32 weights the model reads exactly.
-  void share_weights();
-  /// Elements of every rank's shard.
-  std::vector<std::size_t> shard_sizes() const;
   /// Throws std::invalid_argument naming what in `s` does not fit this trainer.
   void check_restorable(const training_state& s) const;
 
@@ -133,14 +125,10 @@ class trainer {
   train_options options_;
   parallel_options parallel_;
   std::vector<element_range> shards_;  ///< every rank's shard
-  /// Sharded AMP: the fp32 values of exactly_read_parameters(), gathered from the master shards
-  /// into one packed buffer.
-  Kokkos::View<float*, gpt<float>::memory_space> exact_gathered_;
-  std::unique_ptr<detail::packing> exact_packing_;
   std::function<void(const Kokkos::View<float*, gpt<float>::memory_space>&)> gradient_hook_;
   std::unique_ptr<gpt<float>> model_;
   std::unique_ptr<detail::optimizer_slot> optimizer_;
-  std::unique_ptr<detail::sharded_units> units_;  ///< levels gradients and parameters
+  std::unique_ptr<detail::gradient_exchange> exchange_;  ///< local, ZeRO-1, or sharded units: chosen once
   lr_schedule schedule_;
   loss_scaler<gpt<float>::memory_space> scaler_;
   Kokkos::View<gradient_check, gpt<float>::memory_space> check_;
@@ -152,7 +140,6 @@ class trainer {
   std::vector<step_report> drained_;                    ///< read early, when records_ was full
   std::chrono::steady_clock::time_point unread_since_;  ///< when the first unread step was launched
   std::int64_t attempts_ = 0;
-  double blocked_seconds_ = 0;  ///< in the blocking collectives of level optimizer
 };
 
 }  // namespace kamp
