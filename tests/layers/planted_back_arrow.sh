@@ -6,11 +6,11 @@ src=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -r "$src/kernels" "$src/model" "$src/apps" "$tmp/"
-python3 "$src/tools/check-layers.py" "$tmp" >/dev/null || { echo "FAIL: the unchanged copy was refused"; exit 1; }
+"${PYTHON3:-python3}" "$src/tools/check-layers.py" "$tmp" >/dev/null || { echo "FAIL: the unchanged copy was refused"; exit 1; }
 target=$tmp/model/include/kamp/model/network/gpt.hpp
 sed -i '0,/^#include </s||#include <kamp/model/training/trainer.hpp>\n#include <|' "$target"
 line=$(grep -n 'kamp/model/training/trainer.hpp' "$target" | cut -d: -f1)
-if out=$(python3 "$src/tools/check-layers.py" "$tmp" 2>&1); then
+if out=$("${PYTHON3:-python3}" "$src/tools/check-layers.py" "$tmp" 2>&1); then
   echo "FAIL: the planted include network -> training passed the check"; exit 1
 fi
 grep -q "model/include/kamp/model/network/gpt.hpp:$line: network includes kamp/model/training/trainer.hpp" <<<"$out" \
