@@ -55,7 +55,8 @@ class gathered_weights {
     const tensor_table& table = model.table();
     tensor_table packed(1);
     std::vector<std::size_t> tensors;
-    for (const auto& e : exactly_read_parameters(model.config(), policy).entries()) {
+    const tensor_table exact_read = exactly_read_parameters(model.config(), policy);  // outlives the loop
+    for (const auto& e : exact_read.entries()) {
       tensors.push_back(table.index_of(e.name));
       packed.add(e.name, e.shape);
     }
