@@ -68,6 +68,8 @@ class fp8_linears {
   }
 
   static int index(int block, block_linear which) { return per_block * block + int(which); }
+  /// Whether Linear `linear` has FP8 buffers: its layer computes in bf16.
+  bool serves(int linear) const { return weights_[linear].extent(0) > 0; }
 
   /// y = x·w^T (+ bias), x (rows, in) and w (out, in) in bf16, through E4M3 copies; x's is kept
   /// for the backward pass. y is fp32 or bf16.

@@ -65,18 +65,12 @@ gpt<Real, ES>::gpt(const gpt_config& config, const precision_policy& policy, int
   const auto layout = activation_layout(config, policy, batch, dtype_of<Real>(), recompute);
   for (std::size_t a = 0; a < layout.size(); ++a)
     for (const std::size_t size : layout[a].bytes) buf_->all[a].emplace_back(std::string(layout[a].label), size);
-  // Each block Linear's path, chosen once: FP8 where amp_fp8 has an FP8 Linear for it (a layer
-  // computing in bf16), else its compute type's GEMM.
+  // Each block Linear's path, chosen once: FP8 where amp_fp8 keeps an FP8 Linear for it (the
+  // layers computing in bf16: fp8_linears decides), else its compute type's GEMM.
   fp8_linear_.assign(std::size_t(detail::fp8_linears<ES>::per_block) * config.layers, false);
   if (!policy_.fp8()) return;
   buf_->fp8 = std::make_unique<detail::fp8_linears<ES>>(config_, policy_, std::size_t(batch) * config.context);
-  for (int l = 0; l < config.layers; ++l)
-    for (const auto which : {detail::block_linear::qkv, detail::block_linear::attn_proj, detail::block_linear::fc,
-                             detail::block_linear::mlp_proj}) {
-      const bool attention = which == detail::block_linear::qkv || which == detail::block_linear::attn_proj;
-      fp8_linear_[detail::fp8_linears<ES>::index(l, which)] =
-          (attention ? dtypes_.attn[l] : dtypes_.mlp[l]) == dtype::bf16;
-    }
+  for (std::size_t i = 0; i < fp8_linear_.size(); ++i) fp8_linear_[i] = buf_->fp8->serves(int(i));
 }
 
 template <class Real, class ES>
