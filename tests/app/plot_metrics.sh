@@ -65,11 +65,61 @@ rejected "half\.jsonl:3: step 3\.5 is not a whole number; " half.jsonl
 sed -e '4s/^\([^,]*\),[^,]*/\1,inf/' -e '5s/^\([^,]*\),[^,]*/\1,nan/' bf16.csv >diverged.csv
 sed '3s/"loss":[^,]*/"loss":null/' fp16.jsonl >diverged.jsonl
 "$python" "$plot" diverged.csv diverged.jsonl -o diverged.png >out.txt 2>err.txt || { cat err.txt >&2; fail "diverged runs refused"; }
-grep -q "^plot-metrics: warning: diverged\.csv: the loss is inf or nan at 2 of 6 steps (first at step 3)" err.txt \
+grep -q "^plot-metrics: warning: diverged\.csv: the loss is inf, nan or beyond float32's range at 2 of 6 steps (first at step 3)" err.txt \
   || { cat err.txt >&2; fail "no warning of the CSV's non-finite loss"; }
-grep -q "^plot-metrics: warning: diverged\.jsonl: the loss is inf or nan at 1 of 6 steps (first at step 3)" err.txt \
+grep -q "^plot-metrics: warning: diverged\.jsonl: the loss is inf, nan or beyond float32's range at 1 of 6 steps (first at step 3)" err.txt \
   || { cat err.txt >&2; fail "no warning of the JSONL's null loss"; }
 is_png diverged.png
+
+# plotted OUTPUT ARGS...: plot-metrics ARGS -o OUTPUT exits 0, with nothing on stderr but its own
+# warnings: no traceback, no warning of matplotlib's.
+plotted() {
+  local output=$1 rc=0
+  shift
+  timeout 60 "$python" "$plot" "$@" -o "$output" >/dev/null 2>err.txt || rc=$?
+  [ "$rc" -eq 0 ] || { cat err.txt >&2; fail "plot-metrics $*: exit status $rc, not 0"; }
+  ! grep -v "^plot-metrics: warning: " err.txt || fail "plot-metrics $*: more than its warnings on stderr (above)"
+}
+
+# Magnitudes past float32's range, which kamp-train would have written as inf, are gaps like inf in
+# every column: near float64's largest, matplotlib's axis arithmetic overflows (a traceback).
+cat >huge.csv <<'CSV'
+step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s
+1,5.5,,1.7e308,0,-1.7e308,0.0001,1.7e308
+2,1.7e308,5e307,65536,0,1.5,0.0001,-1.7e308
+3,-1e308,,-1e308,1,1e308,0.0001,5e307
+4,5.2,5.1,32768,0,1.2,0.0001,100000.0
+5,5.1,,32768,0,1.1,0.0001,-1e308
+CSV
+plotted huge.png huge.csv
+grep -qx "plot-metrics: warning: huge\.csv: the loss is inf, nan or beyond float32's range at 2 of 5 steps (first at step 2); .*" \
+  err.txt || { cat err.txt >&2; fail "huge.csv: no warning of its out-of-range losses"; }
+is_png huge.png
+# Nothing any panel can draw: 0 has no place on the loss scale's log axis.
+awk -F, -v OFS=, 'NR > 1 { $2 = "1.7e308"; $4 = "0"; $6 = "-1.7e308"; $8 = "-1.7e308" } 1' huge.csv >allhuge.csv
+plotted allhuge.png allhuge.csv
+grep -q "the loss is inf, nan or beyond float32's range at 5 of 5 steps" err.txt || { cat err.txt >&2; fail "allhuge.csv: no warning"; }
+is_png allhuge.png
+cat >huge.jsonl <<'JSONL'
+{"grad_norm":1e308,"loss":1.7e308,"lr":0.0001,"scale":65536.0,"skipped":false,"step":1,"tokens_per_s":-1.7e308}
+{"grad_norm":1.5,"loss":5.4,"lr":0.0001,"scale":5e307,"skipped":true,"step":2,"tokens_per_s":100000.0,"val_loss":-1e308}
+{"grad_norm":1.4,"loss":5.3,"lr":0.0001,"scale":32768.0,"skipped":false,"step":3,"tokens_per_s":1e308}
+JSONL
+plotted huge_jsonl.png huge.jsonl
+is_png huge_jsonl.png
+
+# Titles and run names are drawn as written: mathtext would parse "$...$" (and fail on "$\frac{$").
+# A run named _x stays in the legends, which drop labels that start with "_". Bytes the locale
+# cannot decode and control characters are drawn, not refused by the SVG writer; a long title is
+# cut, not past what the rasterizer can draw.
+cp bf16.csv '$x^$.csv'
+cp bf16.csv _scratch.csv
+plotted tex.png --title '$\frac{$' '$\frac{$=bf16.csv' '$x^$.csv' 'a $5 and $6 b=fp16.jsonl' _scratch.csv
+is_png tex.png
+plotted tex.svg --title "$(printf 'bytes \377\376, an escape \033, a\nnewline $$')" "$(printf '\377\001')=bf16.csv"
+grep -q "<svg" tex.svg || fail "tex.svg is not an SVG"
+plotted long.png --title "$(printf '%05000d' 0)" "$(printf '%0300d' 0)=bf16.csv"
+is_png long.png
 
 # Regular files only, refused by name without opening (a FIFO would block); no empty names.
 mkfifo pipe.csv
