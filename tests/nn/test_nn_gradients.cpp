@@ -264,6 +264,34 @@ TEMPLATE_TEST_CASE("cross entropy over a padded vocabulary ignores and zeroes th
   check_cross_entropy_padded<TestType>();
 }
 
+// Logits far beyond the loss's own size (llm.c weights of 1e30): computed as (log(sum) + max) -
+// target, log(sum) vanished against the max and the loss came out 0; relative to the max it is
+// the fp64 value. Rows: all equal (log V exactly), the target 1e30 ahead, another token ahead.
+TEMPLATE_TEST_CASE("cross entropy keeps its accuracy for logits of 1e30", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
+  using Space = TestType;
+  using memory = typename Space::memory_space;
+  const std::size_t n = 3, v = 256;
+  std::vector<float> z(n * v, 1e30f);
+  z[1 * v + 7] = 2e30f;
+  z[2 * v + 9] = 1e30f + 1e24f;  // row 2: another token leads by about 1e24
+  const std::vector<int> targets{0, 7, 3};
+  const Kokkos::View<const int*, memory> t(kamp::test::to_device<int, Space>(targets, "targets"));
+  const auto logits = kamp::test::to_device<float, Space>(z, "logits");
+  const Kokkos::View<float*, memory> losses("losses", n);
+  kamp::cross_entropy(Space(), Kokkos::View<const float**, Kokkos::LayoutRight, memory>(logits.data(), n, v), t, losses,
+                      Kokkos::View<float**, Kokkos::LayoutRight, memory>(), 1.0);
+  const auto l = kamp::test::to_host(losses);
+  for (std::size_t r = 0; r < n; ++r) {
+    double m = z[r * v], s = 0;
+    for (std::size_t j = 0; j < v; ++j) m = std::max(m, double(z[r * v + j]));
+    for (std::size_t j = 0; j < v; ++j) s += std::exp(double(z[r * v + j]) - m);
+    const double want = std::log(s) - (double(z[r * v + targets[r]]) - m);
+    CAPTURE(r, want);
+    CHECK(double(l[r]) == Approx(want).epsilon(1e-6));
+  }
+  CHECK(double(l[0]) == Approx(std::log(256.0)).epsilon(1e-6));
+}
+
 TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position", "[nn]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   const int batch = 3, t = 4, vocab = 9, c = 5;

@@ -32,7 +32,9 @@ void cross_entropy_kernel(const ExecutionSpace& space, const X* ls, std::int64_t
         const Acc target_logit = logit(target);
         const Acc top = row_max<Acc>(m, v, logit);
         const Acc sum = row_sum<Acc>(m, v, [&](std::int64_t j) { return exp_of(logit(j) - top); });
-        row_once(m, [&] { out[r] = log_of(sum) + top - target_logit; });
+        // Relative to the max: (log(sum) + top) - target would round log(sum) away against a
+        // huge top (logits of 1e30 gave a loss of exactly 0 where the true one is log(V)).
+        row_once(m, [&] { out[r] = log_of(sum) - (target_logit - top); });
         if (!backward) return;
         const Acc scale = scaler.data() != nullptr ? Acc(scaler().scale) * factor : factor;
         const Acc inv = Acc(1) / sum;
