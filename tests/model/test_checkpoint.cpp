@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include <unistd.h>
@@ -617,4 +618,37 @@ TEST_CASE("a checkpoint's /model group holds one dataset per tensor of the param
     for (const auto& e : table.entries()) CHECK(H5Lexists(group, e.name.c_str(), H5P_DEFAULT) > 0);
     H5Gclose(group);
   }
+}
+
+// A forged FP8 state whose file is otherwise valid (the hashes are those of the forged values):
+// kamp-inspect's read and a resume give the same verdict, naming the value.
+TEST_CASE("forged FP8 scaling states are refused by the read as by a resume, naming the value", "[model][checkpoint]") {
+  const scratch_dir dir("fp8-forged");
+  kamp::precision_policy p = policy(kamp::precision_mode::amp_fp8);
+  p.amax_history = 4;
+  kamp::trainer t(small_model(), p, short_run(4), corpus(small_model()));
+  train_until(t, 2);
+  const kamp::training_state valid = t.state();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::pair<std::function<void(kamp::fp8_scaling_state&)>, std::string>> forgeries = {
+      {[&](kamp::fp8_scaling_state& s) { s.scales[3] = nan; }, "FP8 scale of h0.mlp.proj's input is nan"},
+      {[](kamp::fp8_scaling_state& s) { s.scales[0] = 0.0f; }, "FP8 scale of h0.attn.qkv's input is 0.000000"},
+      {[](kamp::fp8_scaling_state& s) { s.scales.back() = -2.0f; }, "output gradient is -2.000000"},
+      {[&](kamp::fp8_scaling_state& s) { s.history[5] = nan; }, "amax history of h0.attn.proj's input holds nan"},
+      {[](kamp::fp8_scaling_state& s) { s.history[0] = -1.0f; }, "amax history of h0.attn.qkv's input holds -1.0"},
+      {[](kamp::fp8_scaling_state& s) { s.updates = -3; }, "counts -3 amax history updates"},
+  };
+  for (const auto& [forge, message] : forgeries) {
+    CAPTURE(message);
+    kamp::training_state forged = valid;
+    forge(forged.fp8);
+    const std::string path = dir / "forged.h5";
+    kamp::write_checkpoint(path, forged);
+    CHECK_THROWS_WITH(kamp::read_checkpoint(path), kamp::test::contains(message));
+    kamp::trainer resumed(small_model(), p, short_run(4), corpus(small_model()));
+    CHECK_THROWS_WITH(resumed.restore(forged), kamp::test::contains(message));
+  }
+  // The unforged state still reads back.
+  kamp::write_checkpoint(dir / "valid.h5", valid);
+  CHECK_NOTHROW(kamp::read_checkpoint(dir / "valid.h5"));
 }

@@ -128,18 +128,13 @@ class fp8_linears {
 
   /// Throws std::invalid_argument, changing nothing, unless `s` fits this model and recipe.
   void restore(const fp8_scaling_state& s) {
-    if (s.scales.size() != scales_.extent(0) || s.history.size() != history_.size() || s.updates < 0)
+    if (s.scales.size() != scales_.extent(0) || s.history.size() != history_.size())
       throw std::invalid_argument("the FP8 scaling state holds " + std::to_string(s.scales.size()) + " scales and " +
                                   std::to_string(s.history.size()) + " history entries; this run keeps " +
                                   std::to_string(scales_.extent(0)) + " and " + std::to_string(history_.size()) + " (" +
                                   name(recipe_) +
                                   " scaling): resume with the checkpoint's --fp8-recipe and --fp8-amax-history");
-    for (const float x : s.scales)
-      if (!(x > 0.0f) || x - x != 0.0f)
-        throw std::invalid_argument("the FP8 scaling state holds a scale that is not finite and positive");
-    for (const float x : s.history)
-      if (!(x >= 0.0f) || x - x != 0.0f)
-        throw std::invalid_argument("the FP8 amax history holds a value that is not finite and non-negative");
+    check_fp8_values(s);
     std::vector<float> scales = s.scales, history = s.history;
     Kokkos::deep_copy(scales_, host(scales));
     Kokkos::deep_copy(history_,

@@ -137,6 +137,7 @@ void check_state(const training_state& s, const tensor_table& table) {
                  ": the model copy and the master weights disagree; the file was damaged or edited");
         }
     });
+  if (s.policy.fp8()) check_fp8_values(s.fp8);
   constexpr std::int64_t most = std::int64_t(1) << 40;
   if (s.steps_taken < 0 || s.attempts < s.steps_taken || s.attempts >= most || s.scaler.steps != s.attempts ||
       s.scaler.skipped_steps != s.attempts - s.steps_taken)

@@ -18,6 +18,12 @@ struct fp8_scaling_state {
   std::int64_t updates = 0;    ///< history updates so far: the next one writes slot updates % amax_history
 };
 
+/// Throws std::invalid_argument naming the first value no trainer could have kept: a scale that
+/// is not finite and positive, an amax history entry that is not finite and non-negative, a
+/// negative update count. The one check of a checkpoint's FP8 state (kamp-inspect's verdict and
+/// a resume's). Sizes are the reader's and the model's to check.
+void check_fp8_values(const fp8_scaling_state& s);
+
 /// \brief One FP8 tensor's last cast, for the precision doctor and the metrics.
 struct fp8_tensor_report {
   std::string linear;  ///< h<l>.attn.qkv, h<l>.attn.proj, h<l>.mlp.fc, h<l>.mlp.proj
