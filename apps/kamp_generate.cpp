@@ -49,37 +49,43 @@ std::pair<std::string, kamp::training_state> load(const generate_settings& s) {
                               "' loads; train first (kamp-train) or name a --checkpoint file");
 }
 
-// The value of `key` in the run's settings (kamp-train's options as TOML, key="value"), or "".
+// The value of `key` in the run's settings (kamp-train's options as CLI11 wrote them), or "": read
+// back by CLI11's own parser, so that its quoting of any value (a path with quotes) is undone.
 std::string recorded(const std::string& run_config, const std::string& key) {
-  std::istringstream lines(run_config);
-  for (std::string line; std::getline(lines, line);) {
-    const auto equals = line.find('=');
-    if (equals == std::string::npos || line.substr(0, equals) != key) continue;
-    std::string value = line.substr(equals + 1);
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    return value;
-  }
+  std::istringstream text(run_config);
+  for (const CLI::ConfigItem& item : CLI::ConfigTOML().from_config(text))
+    if (item.parents.empty() && item.name == key && item.inputs.size() == 1) return item.inputs.front();
   return "";
 }
 
-// The tokenizer a model of another vocabulary than bytes needs: --tokenizer, else the one its run
-// recorded; refused when its content is not the recorded one.
+// The tokenizer the model's ids need: the one its run recorded (or --tokenizer with the recorded
+// content), none for a byte-level model; a tokenizer of another size than the vocabulary is
+// refused, since some drawn ids would not decode.
 std::optional<kamp::app::tokenizer> model_tokenizer(const generate_settings& s, const kamp::training_state& state) {
+  const std::string digest = recorded(state.run_config, "tokenizer-digest");
   const std::string path = s.tokenizer.empty() ? recorded(state.run_config, "tokenizer") : s.tokenizer;
-  if (path.empty()) {
-    if (state.model.vocab == 256) return std::nullopt;
-    throw std::invalid_argument("the model's vocabulary has " + std::to_string(state.model.vocab) +
+  const std::string vocab = std::to_string(state.model.vocab);
+  if (digest.empty() && state.model.vocab == 256) {
+    if (!s.tokenizer.empty())
+      throw std::invalid_argument(
+          "the model is byte-level (vocabulary 256, trained without a tokenizer): its ids are "
+          "bytes, which --tokenizer '" +
+          s.tokenizer +
+          "' would decode as pieces; leave "
+          "--tokenizer out");
+    return std::nullopt;
+  }
+  if (path.empty())
+    throw std::invalid_argument("the model's vocabulary has " + vocab +
                                 " tokens and its run recorded no tokenizer: give --tokenizer FILE (the SentencePiece "
                                 "model its data was encoded with)");
-  }
   kamp::app::tokenizer t(path);
-  const std::string digest = recorded(state.run_config, "tokenizer-digest");
   if (!digest.empty() && digest != t.digest())
     throw std::invalid_argument("'" + path + "' (" + t.digest() + ") is not the tokenizer the run trained with (" +
                                 digest + "): give that file as --tokenizer");
-  if (t.vocab() > state.model.vocab)
-    throw std::invalid_argument("'" + path + "' has " + std::to_string(t.vocab()) + " pieces, more than the model's " +
-                                std::to_string(state.model.vocab) + " tokens: it is another run's tokenizer");
+  if (t.vocab() != state.model.vocab)
+    throw std::invalid_argument("'" + path + "' has " + std::to_string(t.vocab()) + " pieces, but the model draws " +
+                                vocab + " ids: every id must decode, so the tokenizer must be the model's");
   return t;
 }
 

@@ -1,6 +1,7 @@
 // kamp-inspect: what a kamp checkpoint holds, and per-tensor statistics, without training.
 #include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/file_rules.hpp>
 #include <kamp/model/state/llmc_model.hpp>
 
 #include <CLI/CLI.hpp>
@@ -115,10 +116,13 @@ int main(int argc, char** argv) {
     return kamp::app::exit_status("kamp-inspect", app.exit(e));
   }
   try {
+    // The output rule before the read: the checkpoint is the one file the export must not be.
+    const std::vector<kamp::named_path> inputs{{"checkpoint", path}};
+    if (!export_llmc.empty()) kamp::check_output({"--export-llmc", export_llmc}, kamp::output_kind::document, inputs);
     const kamp::training_state state = kamp::read_checkpoint(path, read_options);
     if (!export_llmc.empty()) {
       kamp::write_llmc_model(export_llmc, {state.model, kamp::exact_weights(state)},
-                             llmc_dtype == "bf16" ? kamp::llmc_precision::bf16 : kamp::llmc_precision::fp32);
+                             llmc_dtype == "bf16" ? kamp::llmc_precision::bf16 : kamp::llmc_precision::fp32, inputs);
       std::fprintf(stderr, "kamp-inspect: wrote %s (llm.c version %d)\n", export_llmc.c_str(),
                    llmc_dtype == "bf16" ? 5 : 3);
     }

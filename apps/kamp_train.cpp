@@ -24,6 +24,7 @@
 #include "train/model_options.hpp"
 #include "train/option_checks.hpp"
 #include "train/output_checks.hpp"
+#include "train/output_file.hpp"
 #include "train/run_settings.hpp"
 #include "train/tokenizer.hpp"
 #include "train/training_loop.hpp"
@@ -84,9 +85,16 @@ void add_data_options(CLI::App& app, run_settings& s) {
   app.add_option(
       "--data", s.data,
       "Train on: a text file, or every text file under a directory (bytes are tokens, --vocab 256; binary files "
-      "under it are skipped, one named alone is refused); or token files (*.bin: llm.c shards or nanoGPT's raw "
-      "uint16), one, a directory's, or a quoted glob pattern's, memory-mapped, files named *val* held out for "
+      "under it are skipped, one named alone is refused); or token files (*.bin: llm.c shards, known by their "
+      "header), one, a directory's, or a quoted glob pattern's, memory-mapped, files named *val* held out for "
       "validation; default: the built-in corpus");
+  app.add_option("--token-format", s.token_format,
+                 "How token files (*.bin) are read: llmc (llm.c's shards; any other file is refused) or raw_uint16 "
+                 "(headerless little-endian uint16 ids, nanoGPT's train.bin: nothing in such a file says what it is, "
+                 "so it is read so only when asked)")
+      ->check(kamp::app::one_of({kamp::token_file_format::llmc, kamp::token_file_format::raw_uint16},
+                                kamp::parse_token_file_format))
+      ->capture_default_str();
   app.add_option("--tokenizer", s.tokenizer,
                  "A SentencePiece model (spm_train's PREFIX.model) that encodes the text of --data (or the built-in "
                  "corpus); the vocabulary is its pieces unless --vocab or --preset gives more. The run records the "
@@ -249,6 +257,27 @@ void check_reporting_options(const run_settings& s) {
         std::to_string(s.model.vocab) + " tokens");
 }
 
+// --metrics and --summary before the run: a missing directory, an input named as an output, or
+// two outputs in one file would otherwise be found after the training.
+void check_outputs(const run_settings& s, const kamp::dist::communicator& ranks) {
+  if (ranks.rank() != 0) return;
+  if (!s.metrics.empty()) kamp::app::metrics_writer::check_name(s.metrics);
+  const std::vector<kamp::named_path> outputs = s.outputs();
+  for (const kamp::named_path& output : outputs)
+    kamp::check_output(output, kamp::output_kind::stream, s.inputs(), outputs);
+}
+
+// Byte-level data (text without --tokenizer, the built-in corpus) has 256 tokens: a model of
+// another vocabulary would train on ids no tokenizer decodes.
+void check_byte_level_vocabulary(const run_settings& s, const kamp::token_dataset& data) {
+  if (!data.byte_level() || s.pieces || s.model.vocab == 256) return;
+  throw std::invalid_argument("--data " + (s.data.empty() ? std::string("(the built-in corpus)") : "'" + s.data + "'") +
+                              " is text read as bytes (256 tokens), but the model's vocabulary is " +
+                              std::to_string(s.model.vocab) +
+                              ": give --tokenizer (a SentencePiece model of that many pieces) to encode it, token "
+                              "files (*.bin) of that vocabulary, or --vocab 256");
+}
+
 // Everything is validated before the model is allocated; the values parsed on the way are kept
 // in `s`.
 void validate(run_settings& s, const kamp::dist::communicator& ranks) {
@@ -274,17 +303,25 @@ void validate(run_settings& s, const kamp::dist::communicator& ranks) {
                                   ", but the settings given record " + s.tokenizer_digest +
                                   ": the run trained with another file");
     s.tokenizer_digest = pieces.digest();
-    if (!s.vocab_given) s.model.vocab = pieces.vocab();
-    if (s.model.vocab < pieces.vocab())
-      throw std::invalid_argument("--tokenizer '" + s.tokenizer + "' has " + std::to_string(pieces.vocab()) +
-                                  " pieces, more than the model's vocabulary of " + std::to_string(s.model.vocab) +
-                                  ": give --vocab " + std::to_string(pieces.vocab()) + " or more, or leave it out");
+    // Every id the model can draw must decode: the vocabulary is the tokenizer's, exactly.
+    const std::string pieces_text = std::to_string(pieces.vocab());
+    if (s.imported && s.model.vocab != pieces.vocab())
+      throw std::invalid_argument("--init-from-llmc '" + s.init_from_llmc + "' holds a model of vocabulary " +
+                                  std::to_string(s.model.vocab) + ", but --tokenizer '" + s.tokenizer + "' has " +
+                                  pieces_text + " pieces: give the tokenizer the model was trained with");
+    if (s.vocab_given && s.model.vocab != pieces.vocab())
+      throw std::invalid_argument(
+          "--vocab " + std::to_string(s.model.vocab) + ", but --tokenizer '" + s.tokenizer + "' has " + pieces_text +
+          " pieces: the model's ids must be the tokenizer's; give --vocab " + pieces_text + " or leave --vocab out");
+    s.model.vocab = pieces.vocab();
   }
   s.policy = s.precision.policy();
   s.train.recompute = kamp::parse_activation_recompute(s.recompute);
   s.sharding_level = kamp::parse_sharding(s.sharding);
   s.gradient_dtype = kamp::parse_dtype(s.gradient_reduction);
+  s.token_files = kamp::parse_token_file_format(s.token_format);
   check_single_process_options(s, ranks);
+  check_outputs(s, ranks);
   s.model.validate();
   kamp::check_memory_fits(s.model, s.policy, s.train.batch, ranks.size(), s.train.recompute);
   s.policy.validate(s.model);
@@ -331,7 +368,9 @@ kamp::token_dataset load_data(const run_settings& s) {
   kamp::token_dataset data =
       s.data.empty()
           ? kamp::token_dataset(kamp::default_corpus(), s.validation_fraction, s.model.context, "built-in corpus")
-          : kamp::token_dataset::from_path(s.data, s.validation_fraction, s.model.context, s.model.vocab);
+          : kamp::token_dataset::from_path(s.data, s.validation_fraction, s.model.context, s.model.vocab,
+                                           s.token_files);
+  check_byte_level_vocabulary(s, data);
   if (!data.skipped().empty())
     std::printf("note: --data: skipped %zu binary files (with NUL bytes), e.g. %s\n", data.skipped().size(),
                 data.skipped().front().c_str());
@@ -421,8 +460,8 @@ nlohmann::json print_memory(const kamp::memory_tracker& memory, const kamp::memo
   return out;
 }
 
-void write_summary(const std::string& path, const nlohmann::json& summary) {
-  kamp::app::output_file out(path, false, "--summary '" + path + "'");
+void write_summary(const run_settings& s, const nlohmann::json& summary) {
+  kamp::app::output_file out({"--summary", s.summary}, false, s.inputs());
   out.write(summary.dump(2) + '\n');
   out.close();
 }
@@ -453,28 +492,28 @@ void summarize(const run_settings& s, kamp::trainer& trainer, const kamp::app::t
       print_memory(memory, kamp::plan_memory(s.model, s.policy, s.train.batch, ranks.size(), s.sharding_level,
                                              s.reshard_after_forward, s.train.recompute));
   if (s.summary.empty() || ranks.rank() != 0) return;
-  write_summary(s.summary, {{"mode", s.precision.mode},
-                            {"parameters", trainer.model().table().parameter_count()},
-                            {"steps", s.train.steps},
-                            {"skipped", record.skipped},
-                            {"first_loss", record.first_loss},
-                            {"final_loss", final_loss},
-                            {"initial_validation_loss", record.initial_validation},
-                            {"final_validation_loss", final_validation},
-                            {"median_tokens_per_s", tokens_per_s},
-                            {"ranks", ranks.size()},
-                            {"sharding", s.sharding},
-                            {"communication_wait_seconds", waited},
-                            {"checkpoint_write_seconds", checkpoint_write_seconds},
-                            {"checkpoint_read_seconds",
-                             checkpoint_read_seconds ? nlohmann::json(*checkpoint_read_seconds) : nlohmann::json()},
-                            {"memory_bytes", memory_use},
-                            {"slurm", s.job ? nlohmann::json{{"job_id", s.job->id},
-                                                             {"array_job_id", s.job->array_job_id},
-                                                             {"array_task_id", s.job->array_task_id},
-                                                             {"restart_count", s.job->restart_count}}
-                                            : nlohmann::json()},
-                            {"seconds", record.seconds}});
+  write_summary(s, {{"mode", s.precision.mode},
+                    {"parameters", trainer.model().table().parameter_count()},
+                    {"steps", s.train.steps},
+                    {"skipped", record.skipped},
+                    {"first_loss", record.first_loss},
+                    {"final_loss", final_loss},
+                    {"initial_validation_loss", record.initial_validation},
+                    {"final_validation_loss", final_validation},
+                    {"median_tokens_per_s", tokens_per_s},
+                    {"ranks", ranks.size()},
+                    {"sharding", s.sharding},
+                    {"communication_wait_seconds", waited},
+                    {"checkpoint_write_seconds", checkpoint_write_seconds},
+                    {"checkpoint_read_seconds",
+                     checkpoint_read_seconds ? nlohmann::json(*checkpoint_read_seconds) : nlohmann::json()},
+                    {"memory_bytes", memory_use},
+                    {"slurm", s.job ? nlohmann::json{{"job_id", s.job->id},
+                                                     {"array_job_id", s.job->array_job_id},
+                                                     {"array_task_id", s.job->array_task_id},
+                                                     {"restart_count", s.job->restart_count}}
+                                    : nlohmann::json()},
+                    {"seconds", record.seconds}});
 }
 
 // `run_config` gives the run's settings as a --config file, asked for once they are resolved.
@@ -505,7 +544,7 @@ int train(run_settings& s, const std::function<std::string()>& run_config, const
   // A resumed run continues its metrics file.
   std::optional<kamp::app::metrics_writer> metrics;
   if (!s.metrics.empty() && ranks.rank() == 0)
-    metrics.emplace(s.metrics, resume_seconds && std::filesystem::exists(s.metrics), s.policy.fp8());
+    metrics.emplace(s.metrics, resume_seconds && std::filesystem::exists(s.metrics), s.policy.fp8(), s.inputs());
   kamp::app::checkpoint_writer writer(trainer, checkpoints, run_config());
   if (trainer.steps_taken() >= s.train.steps) {
     finish_without_training(s, trainer, writer, resume_seconds.has_value());
@@ -566,7 +605,8 @@ int main(int argc, char** argv) {
   settings.request.fp8_settings = app.count("--fp8-recipe") + app.count("--fp8-amax-history") > 0;
   for (const char* shape : {"--preset", "--vocab", "--layers", "--heads", "--d-model", "--mlp", "--context"})
     settings.shape_given = settings.shape_given || app.count(shape) > 0;
-  settings.vocab_given = app.count("--vocab") + app.count("--preset") + app.count("--init-from-llmc") > 0;
+  settings.vocab_given = app.count("--vocab") > 0;
+  if (app.count("--config") > 0) settings.config_file = app.get_config_ptr()->as<std::string>();
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
     // The settings a checkpoint records: the shape as resolved (a preset, an llm.c file and a

@@ -8,6 +8,7 @@
 #include "train.hpp"
 
 #include <kamp/kamp.hpp>
+#include <kamp/model/state/file_rules.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -15,7 +16,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <thread>
 
 int main(int argc, char* argv[]) {
@@ -58,6 +58,13 @@ int main(int argc, char* argv[]) {
                "train suite: also where a step's time goes, per GEMM region and kernel label (Kokkos Tools)");
   CLI11_PARSE(app, argc, argv);
 
+  // Before the benchmarks: a --json that cannot be written must not cost their run.
+  try {
+    if (!json_path.empty()) kamp::check_output({"--json", json_path}, kamp::output_kind::document);
+  } catch (const kamp::file_rule_error& e) {
+    std::fprintf(stderr, "kamp-bench: error: %s\n", e.what());
+    return 1;
+  }
   Kokkos::ScopeGuard kokkos(argc, argv);
   nlohmann::json context = {{"kamp_version", KAMP_VERSION_STRING},
                             {"execution_space", Kokkos::DefaultExecutionSpace::name()},
@@ -87,10 +94,12 @@ int main(int argc, char* argv[]) {
   }
 
   if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    if (!(f << out.doc().dump(2) << '\n')) {
-      std::fprintf(stderr, "kamp-bench: cannot write %s; check the directory exists and is writable\n",
-                   json_path.c_str());
+    try {
+      kamp::replacement_file f({"--json", json_path});
+      std::fputs((out.doc().dump(2) + '\n').c_str(), f.stream());
+      f.commit();
+    } catch (const kamp::file_rule_error& e) {
+      std::fprintf(stderr, "kamp-bench: error: %s\n", e.what());
       return 1;
     }
     std::printf("results written to %s\n", json_path.c_str());

@@ -1,13 +1,9 @@
 #include "config_file.hpp"
 
-#include <kamp/model/training/data.hpp>
+#include <kamp/model/state/file_rules.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <sstream>
 
 namespace kamp::app {
@@ -69,9 +65,18 @@ std::vector<CLI::ConfigItem> toml_or_json_config::from_config(std::istream& inpu
   if (s.size() > max_bytes)
     throw CLI::ConversionError("config file: larger than " + std::to_string(max_bytes >> 20) +
                                " MiB; a kamp config is a few lines of option = value");
+  if (s.compare(0, 2, "\xff\xfe") == 0 || s.compare(0, 2, "\xfe\xff") == 0)
+    throw CLI::ConversionError("config file: UTF-16 text (it begins with a UTF-16 byte-order mark): save it as UTF-8");
   if (s.find('\0') != std::string::npos) throw CLI::ConversionError("config file: holds NUL bytes: it is not text");
+  // Editors on Windows begin UTF-8 files with a byte-order mark, which says nothing here.
+  if (s.compare(0, 3, "\xef\xbb\xbf") == 0) s.erase(0, 3);
   std::vector<CLI::ConfigItem> items;
   const auto first = s.find_first_not_of(" \t\r\n");
+  // A TOML section header begins with '[' too; only a whole JSON document is an array.
+  if (first != std::string::npos && s[first] == '[' && nlohmann::json::accept(s))
+    throw CLI::ConversionError(
+        "config file: a JSON array; kamp's config is one JSON object of option: value pairs, {\"steps\": 500}, or "
+        "TOML lines, steps = 500");
   if (first == std::string::npos || s[first] != '{') {
     check_toml(s);
     std::istringstream again(s);
@@ -115,17 +120,9 @@ std::vector<CLI::ConfigItem> toml_or_json_config::from_config(std::istream& inpu
 
 namespace {
 std::string config_file_problem(const std::string& path) {
-  namespace fs = std::filesystem;
   if (path.empty()) return "the value is empty: name a TOML or JSON file, or leave --config out";
-  std::error_code error;
-  const fs::file_type type = fs::status(path, error).type();
-  if (type == fs::file_type::not_found) return "there is no file '" + path + "'";
-  if (error) return "'" + path + "' cannot be examined: " + error.message();
-  if (type == fs::file_type::directory) return "'" + path + "' is a directory, not a config file";
-  if (const std::string kind = special_file_kind(path); !kind.empty())
-    return "'" + path + "' is " + kind + ", not a config file: give a TOML or JSON file";
-  if (::access(path.c_str(), R_OK) != 0) return "'" + path + "' cannot be read: " + std::strerror(errno);
-  return "";
+  const std::string problem = input_file_problem(path, "a config file");
+  return problem.empty() ? "" : "'" + path + "' " + problem + ": give a TOML or JSON file";
 }
 }  // namespace
 

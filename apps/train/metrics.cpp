@@ -13,16 +13,18 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// `path`, checked before the file is created: its name says the format.
-const std::string& named_by_format(const std::string& path) {
-  if (!ends_with(path, ".csv") && !ends_with(path, ".jsonl") && !ends_with(path, ".json"))
-    throw std::invalid_argument("--metrics '" + path + "': the name must end in .csv or .jsonl (the format)");
-  return path;
-}
 }  // namespace
 
-metrics_writer::metrics_writer(const std::string& path, bool append, bool fp8)
-    : csv_(ends_with(path, ".csv")), fp8_(fp8), out_(named_by_format(path), append, "--metrics '" + path + "'") {
+void metrics_writer::check_name(const std::string& path) {
+  if (!ends_with(path, ".csv") && !ends_with(path, ".jsonl") && !ends_with(path, ".json"))
+    throw std::invalid_argument("--metrics '" + path + "': the name must end in .csv or .jsonl (the format)");
+}
+
+metrics_writer::metrics_writer(const std::string& path, bool append, bool fp8,
+                               const std::vector<kamp::named_path>& inputs)
+    : csv_(ends_with(path, ".csv")),
+      fp8_(fp8),
+      out_((check_name(path), kamp::named_path{"--metrics", path}), append, inputs) {
   if (csv_ && !append)
     out_.write(std::string("step,loss,val_loss,scale,skipped,grad_norm,lr,tokens_per_s") +
                (fp8_ ? ",fp8_saturated,fp8_underflowed" : "") + "\n");

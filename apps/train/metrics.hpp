@@ -3,7 +3,7 @@
 
 #include <kamp/model/training/trainer.hpp>
 
-#include "output_checks.hpp"
+#include "output_file.hpp"
 
 #include <optional>
 #include <string>
@@ -18,7 +18,12 @@ namespace kamp::app {
 /// underflowed to zero, per Linear in JSON Lines, summed in CSV (two more columns).
 class metrics_writer {
  public:
-  metrics_writer(const std::string& path, bool append, bool fp8 = false);
+  /// `inputs`: the run's input files, which the output rule keeps the file from being.
+  metrics_writer(const std::string& path, bool append, bool fp8 = false,
+                 const std::vector<kamp::named_path>& inputs = {});
+  /// Throws std::invalid_argument unless `path` names a format (.csv, .jsonl): checked before a
+  /// run starts.
+  static void check_name(const std::string& path);
   void write(const step_report& r, std::optional<double> validation_loss,
              const std::vector<fp8_tensor_report>& fp8 = {});
   /// Closes the file; throws if the close finds an error the writes did not.

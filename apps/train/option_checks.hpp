@@ -9,17 +9,26 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdlib>
 #include <string>
 
 namespace kamp::app {
 
-/// --seed: CLI11 reads "-1" into an unsigned seed as 2^64 - 1 (strtoull) rather than refusing it.
+/// --seed: an integer 0 .. 2^64 - 1 in decimal digits. CLI11 reads "-1" as 2^64 - 1 and any
+/// larger number as 2^64 - 1 (strtoull saturates): both would run with a seed nobody gave.
 inline CLI::Validator seed_check() {
   return CLI::Validator(
       [](const std::string& v) {
-        return v.find('-') == std::string::npos ? std::string() : "the seed is a non-negative integer, got " + v;
+        if (v.empty()) return std::string();  // refuse_empty_values() names that mistake
+        if (v.find_first_not_of("0123456789") == std::string::npos) {
+          errno = 0;
+          std::strtoull(v.c_str(), nullptr, 10);
+          if (errno != ERANGE) return std::string();
+        }
+        return "the seed is a whole number from 0 to 18446744073709551615 (2^64 - 1), got " + v;
       },
-      "NONNEGATIVE");
+      "0..2^64-1");
 }
 
 /// --accept-unhashed-checkpoint: the one spelling, in every program that reads checkpoints.

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -37,35 +36,6 @@ inline int exit_status(const char* program, int status) {
   std::fprintf(stderr, "%s: error: the standard output: writing failed: %s\n", program, why.c_str());
   return status == 0 ? 1 : status;
 }
-
-/// \brief A file a run promises to write (--metrics, --summary): every write is flushed and
-/// checked at once, so that a full disk stops the run with the file's name and the reason.
-class output_file {
- public:
-  /// `what` names the file in messages, e.g. "--metrics 'm.csv'". Throws std::runtime_error
-  /// when the file cannot be opened.
-  output_file(const std::string& path, bool append, std::string what)
-      : file_(std::fopen(path.c_str(), append ? "a" : "w")), what_(std::move(what)) {
-    if (!file_) throw std::runtime_error(what_ + ": cannot open it for writing: " + std::strerror(errno));
-  }
-  void write(const std::string& text) {
-    std::fputs(text.c_str(), file_.get());
-    flush_or_throw(file_.get(), what_);
-  }
-  /// Closes the file, reporting what only the close finds (a network file system's late error).
-  void close() {
-    flush_or_throw(file_.get(), what_);
-    if (std::fclose(file_.release()) != 0)
-      throw std::runtime_error(what_ + ": closing it failed: " + std::strerror(errno));
-  }
-
- private:
-  struct closer {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  std::unique_ptr<std::FILE, closer> file_;
-  std::string what_;
-};
 
 }  // namespace kamp::app
 

@@ -1,10 +1,9 @@
 #include "tokenizer.hpp"
 
-#include <kamp/model/training/data.hpp>
+#include <kamp/model/state/file_rules.hpp>
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -17,19 +16,10 @@ namespace kamp::app {
 #ifdef KAMP_HAVE_SENTENCEPIECE
 namespace {
 
-std::string file_digest(const std::string& path) {
-  if (const std::string kind = special_file_kind(path); !kind.empty())
-    throw std::runtime_error("tokenizer: '" + path + "' is " + kind + ", not a SentencePiece model file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("tokenizer: cannot open '" + path + "' for reading");
-  // FNV-1a, 64 bits: tells one file from another, which is all a run's record needs.
+// FNV-1a, 64 bits: tells one file from another, which is all a run's record needs.
+std::string digest_of(const std::string& bytes) {
   std::uint64_t h = 0xcbf29ce484222325ull;
-  std::vector<char> block(1 << 16);
-  while (in) {
-    in.read(block.data(), std::streamsize(block.size()));
-    for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ std::uint8_t(block[std::size_t(i)])) * 0x100000001b3ull;
-  }
-  if (in.bad()) throw std::runtime_error("tokenizer: reading '" + path + "' failed");
+  for (const char c : bytes) h = (h ^ std::uint8_t(c)) * 0x100000001b3ull;
   char text[32];
   std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
   return text;
@@ -46,9 +36,11 @@ struct tokenizer::model {};
 
 tokenizer::tokenizer(const std::string& path) : path_(path) {
 #ifdef KAMP_HAVE_SENTENCEPIECE
-  digest_ = file_digest(path);
+  // Read once under the input rule, then parsed from memory: the digest is of the bytes loaded.
+  const std::string bytes = read_input_file({"tokenizer:", path, "a SentencePiece model file"});
+  digest_ = digest_of(bytes);
   model_ = std::make_unique<model>();
-  const auto status = model_->processor.Load(path);
+  const auto status = model_->processor.LoadFromSerializedProto(bytes);
   if (!status.ok())
     throw std::runtime_error("tokenizer: '" + path + "' is not a SentencePiece model (" + status.ToString() +
                              "); give the PREFIX.model file spm_train wrote");

@@ -22,7 +22,7 @@ grep -q 'amp_fp16' gen.txt || fail "the amp_fp16 checkpoint was not read in its 
 "$generate" --checkpoint fp16/step-00000006.h5 --temperature 0 --tokens 30 >d.txt 2>/dev/null
 cmp -s c.txt d.txt || fail "greedy decoding gave different text twice"
 refused "no directory 'nowhere'.*train first" "$generate" --checkpoint-dir nowhere
-refused "no such file" "$generate" --checkpoint /nonexistent.h5
+refused "it does not exist" "$generate" --checkpoint /nonexistent.h5
 refused "temperature must be finite and >= 0" "$generate" --temperature -1
 "$generate" --temperature -1 >out.txt 2>/dev/null || true
 [ ! -s out.txt ] || fail "a refused option still printed the prompt"

@@ -27,7 +27,7 @@ printf '{"steps": 3, "steps": 4}\n' >"$scratch/twice.json"
 expect "JSON key twice" 104 "key 'steps' appears twice" "$train" --config "$scratch/twice.json"
 printf 'warmup = [1, 2]\n' >"$scratch/list.toml"
 expect "a list for a one-value option" 104 "'warmup' takes one value, not a list of 2" "$train" --config "$scratch/list.toml"
-expect "negative seed" 105 "the seed is a non-negative integer, got -1" "$train" "${tiny[@]}" --seed -1
+expect "negative seed" 105 "the seed is a whole number from 0 to 18446744073709551615 \(2\^64 - 1\), got -1" "$train" "${tiny[@]}" --seed -1
 # The enumerator's C++ name is no spelling: kamp::loss_scaling::fixed is --loss-scaling static.
 expect "unknown loss scaling" 105 "--loss-scaling: unknown loss scaling 'fixed': expected dynamic, static or off" \
   "$train" "${tiny[@]}" --loss-scaling fixed

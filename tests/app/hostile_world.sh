@@ -58,7 +58,7 @@ expect "--config a FIFO" 105 "--config: '.*fifo' is a FIFO \(named pipe\), not a
   "$train" "${tiny[@]}" --checkpoint-dir "$(ck)" --config fifo
 expect "--config a character device" 105 "--config: '/dev/zero' is a character device, not a config file" \
   "$train" "${tiny[@]}" --checkpoint-dir "$(ck)" --config /dev/zero
-expect "--config a missing file" 105 "--config: there is no file 'missing.toml'" \
+expect "--config a missing file" 105 "--config: 'missing.toml' does not exist: give a TOML or JSON file" \
   "$train" "${tiny[@]}" --checkpoint-dir "$(ck)" --config missing.toml
 expect "--data a FIFO" 1 "--data '.*fifo' is a FIFO \(named pipe\), not a text file" \
   "$train" "${tiny[@]}" --checkpoint-dir "$(ck)" --data fifo
@@ -89,8 +89,8 @@ expect "kamp-inspect ''" 105 "checkpoint: the value is empty" "$inspect" ''
 expect "kamp-generate --prompt ''" 105 "--prompt: the prompt needs at least one byte" "$generate" --prompt ''
 
 # 3. The same mistake, the same message and exit status in every program.
-expect "kamp-train --seed -1" 105 "--seed: the seed is a non-negative integer, got -1" "$train" "${tiny[@]}" --seed -1
-expect "kamp-generate --seed -1" 105 "--seed: the seed is a non-negative integer, got -1" "$generate" --seed -1
+expect "kamp-train --seed -1" 105 "--seed: the seed is a whole number from 0 to 18446744073709551615 \(2\^64 - 1\), got -1" "$train" "${tiny[@]}" --seed -1
+expect "kamp-generate --seed -1" 105 "--seed: the seed is a whole number from 0 to 18446744073709551615 \(2\^64 - 1\), got -1" "$generate" --seed -1
 expect "kamp-train: an unknown option" 109 "not expected: --bogus" "$train" --bogus
 expect "kamp-generate: an unknown option" 109 "not expected: --bogus" "$generate" --bogus
 

@@ -32,13 +32,36 @@ grep -Eq '^[a-z0-9 .]+$' a.txt || fail "the decoded text holds what the corpus d
 "$generate" --checkpoint-dir run --prompt "the model" --tokens 12 --seed 3 >b.txt 2>/dev/null
 cmp -s a.txt b.txt || fail "the same seed gave different text"
 
+# Vocabulary and tokenizer agree at the start, so that every id the model draws decodes.
+refused "vocab 300, but --tokenizer 'pieces150.model' has 150 pieces: .*give --vocab 150 or leave --vocab out" \
+  "$train" "${model[@]}" --data text.txt --tokenizer pieces150.model --vocab 300 --checkpoint-dir larger
+"$train" --preset gpt2-124m "${model[@]}" --steps 2 --data text.txt --tokenizer pieces150.model \
+  --checkpoint-dir preset >preset.txt || fail "a preset with a small tokenizer did not train"
+grep -q "vocab 150:" preset.txt || fail "a preset's vocabulary was not replaced by the tokenizer's 150 pieces"
+"$generate" --checkpoint-dir preset --prompt "the model" --tokens 40 --seed 1 >preset-text.txt 2>&1 ||
+  fail "kamp-generate failed on a preset run with a small tokenizer: $(cat preset-text.txt)"
+"$train" "${model[@]}" --steps 1 --data text.txt --checkpoint-dir bytes >/dev/null || fail "the byte-level run failed"
+refused "the model is byte-level .*leave --tokenizer out" "$generate" --checkpoint-dir bytes --tokenizer pieces200.model
+# A path with a quote is recorded so that it reads back.
+cp pieces200.model 'we"ird.model'
+"$train" "${model[@]}" --steps 1 --data text.txt --tokenizer 'we"ird.model' --checkpoint-dir quoted >/dev/null ||
+  fail "a tokenizer path with a quote did not train"
+"$generate" --checkpoint-dir quoted --prompt "the" --tokens 4 >/dev/null 2>quoted.txt ||
+  fail "kamp-generate could not reopen the recorded tokenizer path with a quote: $(cat quoted.txt)"
+# An output over the tokenizer is refused, and the tokenizer is left as it was.
+sum=$(sha256sum <pieces150.model)
+refused "summary 'pieces150.model' is the same file as --tokenizer" \
+  "$train" "${model[@]}" --steps 1 --data text.txt --tokenizer pieces150.model --summary pieces150.model \
+  --checkpoint-dir clobber
+[ "$(sha256sum <pieces150.model)" = "$sum" ] || fail "--summary overwrote the tokenizer"
+
 # The run's recorded settings build the same model again (the vocabulary resolved, not the default).
 "$train" --config run.toml --steps 4 --resume auto >resume.txt || fail "the recorded settings did not resume the run"
 [ -e run/step-00000004.h5 ] || fail "the resumed run wrote no step 4"
 refused "is not the tokenizer the run trained with" "$generate" --checkpoint-dir run --tokenizer pieces150.model
 cp pieces150.model pieces200.model
 refused "the run trained with another file" "$train" --config run.toml --checkpoint-dir again
-refused "has 150 pieces, more than the model's vocabulary of 100: give --vocab 150" \
+refused "vocab 100, but --tokenizer 'pieces150.model' has 150 pieces" \
   "$train" "${model[@]}" --data text.txt --tokenizer pieces150.model --vocab 100 --checkpoint-dir small
 refused "names token files, which hold ids already" \
   "$train" "${model[@]}" --data shards.bin --tokenizer pieces150.model --checkpoint-dir bin

@@ -78,8 +78,9 @@ TEST_CASE("llm.c shards and raw uint16 files are read as their definitions say",
   write_bytes(dir / "raw.bin", raw_file(numbered(2, 300)));
   for (const std::string name : {"shard.bin", "raw.bin"}) {
     INFO(name);
-    const auto d = kamp::token_dataset::from_path(dir / name, 0.25, 8, 50257);
     const unsigned file = name == "shard.bin" ? 1 : 2;
+    const auto d = kamp::token_dataset::from_path(
+        dir / name, 0.25, 8, 50257, file == 1 ? kamp::token_file_format::llmc : kamp::token_file_format::raw_uint16);
     std::vector<unsigned> all = tokens_of(d, split::train), held = tokens_of(d, split::validation);
     CHECK(all.size() == 225);
     CHECK(held.size() == 75);
@@ -89,13 +90,19 @@ TEST_CASE("llm.c shards and raw uint16 files are read as their definitions say",
     CHECK(d.max_token() == int(file * 1000 + 299));
     CHECK_THAT(d.source(), kamp::test::contains(name == "shard.bin" ? "llm.c shards" : "raw uint16"));
   }
+  // Nothing in a raw file says what it is: read as one only on request, and a shard never so.
+  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "raw.bin", 0.25, 8, 50257),
+                    kamp::test::contains("not an llm.c shard") && kamp::test::contains("--token-format raw_uint16"));
+  CHECK_THROWS_WITH(
+      kamp::token_dataset::from_path(dir / "shard.bin", 0.25, 8, 50257, kamp::token_file_format::raw_uint16),
+      kamp::test::contains("would read its header as tokens"));
 }
 
 TEST_CASE("files named *val* are the validation part, the others training, in name order", "[model][data]") {
   const scratch_dir dir("kamp_token_files");
-  // llm.c's names for FineWeb shards, and nanoGPT's train.bin/val.bin, mixed formats.
+  // llm.c's names for FineWeb shards.
   write_bytes(dir / "fineweb_train_000002.bin", llmc_shard(numbered(3, 50)));
-  write_bytes(dir / "fineweb_train_000001.bin", raw_file(numbered(2, 40)));
+  write_bytes(dir / "fineweb_train_000001.bin", llmc_shard(numbered(2, 40)));
   write_bytes(dir / "fineweb_val_000000.bin", llmc_shard(numbered(1, 30)));
   write_bytes(dir / "notes.txt", {'h', 'i'});  // not a token file: left out
   const auto by_dir = kamp::token_dataset::from_path(dir.path.string(), 0.5, 8, 50257);
@@ -126,8 +133,9 @@ TEST_CASE("bad token files are refused with the file, the offset and the fix", "
                         kamp::test::contains("outside the model's vocabulary [0, 50257)") &&
                         kamp::test::contains("--vocab"));
   write_bytes(dir / "raw_outside.bin", raw_file({1, 2, 300, 4}));
-  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "raw_outside.bin", 0.25, 1, 256),
-                    kamp::test::contains("token 300 at byte offset 4"));
+  CHECK_THROWS_WITH(
+      kamp::token_dataset::from_path(dir / "raw_outside.bin", 0.25, 1, 256, kamp::token_file_format::raw_uint16),
+      kamp::test::contains("token 300 at byte offset 4"));
   auto truncated = llmc_shard(numbered(0, 100));
   truncated.resize(truncated.size() - 2);
   write_bytes(dir / "truncated.bin", truncated);
@@ -138,14 +146,18 @@ TEST_CASE("bad token files are refused with the file, the offset and the fix", "
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "version7.bin", 0.25, 8, 50257),
                     kamp::test::contains("version 7; kamp reads version 1"));
   write_bytes(dir / "odd.bin", {1, 2, 3});
+  CHECK_THROWS_WITH(
+      kamp::token_dataset::from_path(dir / "odd.bin", 0.25, 1, 50257, kamp::token_file_format::raw_uint16),
+      kamp::test::contains("an odd number"));
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "odd.bin", 0.25, 1, 50257),
-                    kamp::test::contains("an odd number"));
+                    kamp::test::contains("holds 3 bytes, fewer than llm.c's 1024-byte shard header"));
   write_bytes(dir / "empty.bin", {});
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "empty.bin", 0.25, 1, 50257),
                     kamp::test::contains("is empty"));
   write_bytes(dir / "short.bin", raw_file(numbered(0, 20)));
-  CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "short.bin", 0.25, 8, 50257),
-                    kamp::test::contains("validation part has 5 tokens") && kamp::test::contains("shorter --context"));
+  CHECK_THROWS_WITH(
+      kamp::token_dataset::from_path(dir / "short.bin", 0.25, 8, 50257, kamp::token_file_format::raw_uint16),
+      kamp::test::contains("validation part has 5 tokens") && kamp::test::contains("shorter --context"));
   // Byte-level text against a smaller vocabulary.
   std::ofstream(dir / "text.txt") << std::string(100, 'z');
   CHECK_THROWS_WITH(kamp::token_dataset::from_path(dir / "text.txt", 0.25, 8, 100),
@@ -161,7 +173,8 @@ TEMPLATE_TEST_CASE("windows over several files stay inside one file, and the dev
     write_bytes(dir / ("part" + std::to_string(f) + ".bin"), raw_file(numbered(f + 1, sizes[f])));
   write_bytes(dir / "val.bin", raw_file(numbered(9, 30)));
   const int context = 8, batch = 16, batches = 400;
-  const auto d = kamp::token_dataset::from_path(dir.path.string(), 0.1, context, 50257);
+  const auto d =
+      kamp::token_dataset::from_path(dir.path.string(), 0.1, context, 50257, kamp::token_file_format::raw_uint16);
   REQUIRE(d.windows(split::train) == 1 + 0 + 32 + 192);
   kamp::device_batches<TestType> device(d, batch);
   std::vector<int> tokens(batch * context), targets(tokens.size());

@@ -1,6 +1,7 @@
 #include <kamp/model/dist/agree.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/file_rules.hpp>
 
 #include "state/fields.hpp"
 #include "state/hdf5.hpp"
@@ -322,30 +323,6 @@ void fsync_path(const std::string& path, int flags) {
   if (status != 0) throw checkpoint_error("fsync of '" + path + "' failed: " + std::strerror(error));
 }
 
-// What a path that is no checkpoint file is, for the message.
-std::string not_a_regular_file(const std::string& path) {
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  switch (status.type()) {
-    case fs::file_type::not_found:
-      return "no such file";
-    case fs::file_type::directory:
-      return "it is a directory, not a checkpoint file: name a step-*.h5 file inside it, or use --resume auto "
-             "--checkpoint-dir " +
-             path;
-    case fs::file_type::fifo:
-      return "it is a FIFO (named pipe), not a checkpoint file";
-    case fs::file_type::character:
-      return "it is a character device, not a checkpoint file";
-    case fs::file_type::block:
-      return "it is a block device, not a checkpoint file";
-    case fs::file_type::socket:
-      return "it is a socket, not a checkpoint file";
-    default:
-      return error ? "it cannot be examined: " + error.message() : "it is not a regular file";
-  }
-}
-
 // A dataset's stored content hash and what this rank recomputes of it: its part of the
 // position-keyed sum (formats 3 and 4, summed over the ranks), the identity term format 4 adds,
 // and for a whole read of format 2 the sequential hash.
@@ -364,7 +341,13 @@ struct file_header {
 // Opens `path` after checking that it is a kamp checkpoint of a format version this kamp reads.
 file_header open_checkpoint(const std::string& path) {
   std::error_code error;
-  if (!fs::is_regular_file(path, error)) throw checkpoint_error(not_a_regular_file(path));
+  if (fs::is_directory(path, error))
+    throw checkpoint_error(
+        "it is a directory, not a checkpoint file: name a step-*.h5 file inside it, or use --resume "
+        "auto --checkpoint-dir " +
+        path);
+  if (const std::string problem = input_file_problem(path, "a checkpoint file"); !problem.empty())
+    throw checkpoint_error("it " + problem);
   h5::handle file = h5::open_file(path);
   const hid_t root = file.get();
   if (h5::read_string_attribute(root, "format", "/") != format_name)
@@ -559,6 +542,11 @@ void write_checkpoint(const std::string& path, const training_state& state, cons
   const std::string problem = dist::agree<checkpoint_error>(
       ranks, "writing '" + path + "' failed on another rank (its message is in the job's standard error)", [&] {
         try {
+          // HDF5 creates the file with O_EXCL (H5F_ACC_EXCL): a leftover of a killed write, or a
+          // link planted there, is removed first (a link itself, never its target).
+          const std::string leftover = ranks.rank() == 0 ? clear_temporary_path(tmp) : "";
+          if (!ranks.all(leftover.empty()))
+            throw checkpoint_error(leftover.empty() ? "rank 0 could not clear '" + tmp + "'" : leftover);
           write_file(tmp, state, ranks);
           // Written through MPI-IO chunk by chunk, a full disk may go unreported (the serial path
           // builds the file in memory for that reason): every rank reads its slices back and the

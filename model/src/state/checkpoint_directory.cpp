@@ -1,6 +1,7 @@
 #include <kamp/model/dist/agree.hpp>
 #include <kamp/model/state/checkpoint.hpp>
 #include <kamp/model/state/checkpoint_directory.hpp>
+#include <kamp/model/state/file_rules.hpp>
 
 #include <fcntl.h>
 #include <sys/statvfs.h>
@@ -87,7 +88,11 @@ std::string no_new_file(const std::string& dir, int error) {
 
 void checkpoint_directory::check_room(std::uint64_t bytes) const {
   const fs::path probe = fs::path(path_) / ".kamp-write-probe";
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // Created new (O_EXCL | O_NOFOLLOW): a file or link planted under the probe's name is removed,
+  // never written through.
+  if (const std::string leftover = clear_temporary_path(probe.string()); !leftover.empty())
+    throw checkpoint_error("checkpoint directory '" + path_ + "': " + leftover);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw checkpoint_error(no_new_file(path_, errno));
   ::close(fd);
   std::error_code error;

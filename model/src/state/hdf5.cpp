@@ -162,7 +162,7 @@ handle create_file(const std::string& path) {
   // backing store): a full disk then fails that write and HDF5 reports it. Written chunk by chunk,
   // HDF5 2.2 either returned success for a failed write or aborted on an assertion when closing.
   check(H5Pset_fapl_core(fapl.get(), std::size_t(1) << 20, 1), "choosing HDF5's in-memory driver");
-  return checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose,
+  return checked(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), H5Fclose,
                  "cannot create '" + path + "'");
 }
 
@@ -174,7 +174,7 @@ handle create_parallel_file(const std::string& path, MPI_Comm comm) {
   // Every rank creates the same objects; HDF5 then writes the metadata once, collectively.
   check(H5Pset_all_coll_metadata_ops(fapl.get(), 1), "making metadata reads collective");
   check(H5Pset_coll_metadata_write(fapl.get(), 1), "making metadata writes collective");
-  return checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose,
+  return checked(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), H5Fclose,
                  "cannot create '" + path + "' on all ranks");
 }
 #endif

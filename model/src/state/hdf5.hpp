@@ -61,6 +61,8 @@ handle memory_type(dtype t);
 /// "16-bit float (bf16 layout)", "64-bit integer", ...: what a dataset's type is, for messages.
 std::string describe_type(hid_t type);
 
+/// Creates `path`, which must not exist: HDF5 opens it with O_EXCL, so nothing planted there
+/// (a file, a symbolic link) is written through.
 handle create_file(const std::string& path);
 handle open_file(const std::string& path);
 handle create_group(hid_t parent, const std::string& name);

@@ -1,17 +1,17 @@
 #include <kamp/model/network/gpt_parameters.hpp>
+#include <kamp/model/state/file_rules.hpp>
 #include <kamp/model/state/llmc_model.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/element_access.hpp>
 
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <stdexcept>
 
 namespace kamp {
@@ -54,11 +54,12 @@ std::size_t file_elements(const gpt_parameters& p, std::size_t t, std::size_t fi
 
 llmc_model read_llmc_model(const std::string& path) {
   const auto fail = [&](const std::string& what) { throw std::runtime_error("llm.c model '" + path + "': " + what); };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open it for reading");
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(
+      ::fdopen(open_input_file({"llm.c model", path, "an llm.c model file"}), "rb"), &std::fclose);
+  if (!in) fail(std::string("cannot read it: ") + std::strerror(errno));
+  const auto read = [&](void* to, std::size_t bytes) { return std::fread(to, 1, bytes, in.get()) == bytes; };
   std::array<std::int32_t, header_ints> h{};
-  in.read(reinterpret_cast<char*>(h.data()), sizeof h);
-  if (std::size_t(in.gcount()) != sizeof h) fail("shorter than llm.c's 1024-byte header");
+  if (!read(h.data(), sizeof h)) fail("shorter than llm.c's 1024-byte header");
   if (h[0] != model_magic)
     fail("its first int32 is " + std::to_string(h[0]) + ", not llm.c's model magic 20240326: not an llm.c model file");
   if (h[1] != fp32_version && h[1] != bf16_version)
@@ -101,8 +102,7 @@ llmc_model read_llmc_model(const std::string& path) {
   for (const std::size_t t : order) {
     const std::size_t n = file_elements(p, t, std::size_t(file_rows), channels);
     block.resize(n * width);
-    in.read(reinterpret_cast<char*>(block.data()), std::streamsize(block.size()));
-    if (std::size_t(in.gcount()) != block.size()) fail("reading " + p[t].name + " failed");
+    if (!read(block.data(), block.size())) fail("reading " + p[t].name + " failed");
     // wte: the vocabulary's rows; the file's padding rows (zero in llm.c) are not kamp's.
     const std::size_t keep = t == p.wte ? std::size_t(c.vocab) * channels : n;
     float* to = out.weights.data() + p[t].offset;
@@ -114,12 +114,17 @@ llmc_model read_llmc_model(const std::string& path) {
         std::memcpy(&x.bits, block.data() + 2 * i, 2);
         to[i] = load_float(&x);
       }
+      // A trained model's weights are finite: a NaN or inf here is damage, not divergence.
+      if (!std::isfinite(to[i]))
+        fail(p[t].name + " element " + std::to_string(i) + " is " + std::to_string(to[i]) +
+             ": llm.c model files hold finite weights, so the file is damaged; export or download it again");
     }
   }
   return out;
 }
 
-void write_llmc_model(const std::string& path, const llmc_model& model, llmc_precision precision) {
+void write_llmc_model(const std::string& path, const llmc_model& model, llmc_precision precision,
+                      const std::vector<named_path>& inputs) {
   const gpt_config& c = model.config;
   c.validate();
   if (c.mlp != 4 * c.d_model)
@@ -138,14 +143,10 @@ void write_llmc_model(const std::string& path, const llmc_model& model, llmc_pre
   h[5] = c.heads;
   h[6] = c.d_model;
   h[7] = c.padded_vocab();
-  const std::string temporary = path + ".tmp";
-  const auto fail = [&](const std::string& what) {
-    std::remove(temporary.c_str());
-    throw std::runtime_error("writing the llm.c model '" + path + "': " + what);
-  };
-  std::FILE* out = std::fopen(temporary.c_str(), "wb");
-  if (out == nullptr) fail(std::string("cannot create '") + temporary + "': " + std::strerror(errno));
-  bool ok = std::fwrite(h.data(), sizeof h, 1, out) == 1;
+  replacement_file file({"llm.c model", path}, inputs);
+  std::FILE* out = file.stream();
+  // A failed write leaves the stream's error flag set: commit() reports it and keeps the target.
+  std::fwrite(h.data(), sizeof h, 1, out);
   std::vector<unsigned char> block;
   for (const std::size_t t : file_order(p)) {
     const float* from = model.weights.data() + p[t].offset;
@@ -160,13 +161,9 @@ void write_llmc_model(const std::string& path, const llmc_model& model, llmc_pre
         std::memcpy(block.data() + 2 * i, &x.bits, 2);
       }
     }
-    ok = ok && std::fwrite(block.data(), 1, block.size(), out) == block.size();
+    std::fwrite(block.data(), 1, block.size(), out);
   }
-  const int saved = errno;
-  ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
-  if (std::fclose(out) != 0) ok = false;
-  if (!ok) fail(std::strerror(saved != 0 ? saved : errno));
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) fail(std::string("rename: ") + std::strerror(errno));
+  file.commit();
 }
 
 std::vector<float> exact_weights(const training_state& state) {

@@ -85,22 +85,6 @@ std::string default_corpus(std::size_t bytes, std::uint64_t seed) {
   return text;
 }
 
-std::string special_file_kind(const std::string& path) {
-  std::error_code error;
-  switch (std::filesystem::status(path, error).type()) {
-    case std::filesystem::file_type::fifo:
-      return "a FIFO (named pipe)";
-    case std::filesystem::file_type::character:
-      return "a character device";
-    case std::filesystem::file_type::block:
-      return "a block device";
-    case std::filesystem::file_type::socket:
-      return "a socket";
-    default:
-      return "";
-  }
-}
-
 namespace {
 
 // The text of `path`, or none when it is binary (holds a NUL byte). Read in blocks: a large
@@ -159,6 +143,14 @@ std::vector<std::filesystem::path> files_under(const std::string& dir) {
 
 }  // namespace
 
+const char* name(token_file_format f) { return f == token_file_format::llmc ? "llmc" : "raw_uint16"; }
+
+token_file_format parse_token_file_format(const std::string& text) {
+  for (const token_file_format f : {token_file_format::llmc, token_file_format::raw_uint16})
+    if (text == name(f)) return f;
+  throw std::invalid_argument("token file format '" + text + "': kamp reads llmc (llm.c shards) and raw_uint16");
+}
+
 // Token files are mapped, not read: a GPT-2 shard is 200 MB, a dataset many of them, and a run
 // touches the windows it draws. The mappings live as long as any copy of the dataset.
 struct token_dataset::storage {
@@ -175,26 +167,59 @@ struct token_dataset::storage {
 namespace {
 
 constexpr std::int32_t llmc_shard_magic = 20240520, llmc_shard_version = 1;
+// llm.c's other files of the same header layout (dev/data/data_common.py): never token ids kamp reads.
+constexpr std::int32_t llmc_llama3_magic = 20240801, llmc_eval_magic = 20240522;
 constexpr std::size_t llmc_header_bytes = 256 * sizeof(std::int32_t);
 
 std::string errno_text() { return std::strerror(errno); }
 
+std::int32_t byte_swapped(std::int32_t x) { return std::int32_t(__builtin_bswap32(std::uint32_t(x))); }
+
 struct token_file {
   const std::uint16_t* tokens;
   std::size_t count, header_bytes;
-  bool llmc;
 };
 
-// Maps `path` read-only into `st` and finds its tokens: after llm.c's header when the file starts
-// with its magic (llmc/dataloader.h: header[0] magic, [1] version, [2] token count, then uint16
-// ids; the file is exactly header + 2 x count bytes), else the whole file as raw uint16 ids.
-// Ids are little-endian, as every writer of these files (numpy on x86 and ARM) leaves them.
-token_file map_token_file(token_dataset::storage& st, const std::filesystem::path& path) {
+// Why a file of `bytes` bytes beginning with `header` is no llm.c GPT-2 shard, or "" when it is
+// one (llmc/dataloader.h: header[0] magic, [1] version, [2] token count, then uint16 ids; the
+// file is exactly header + 2 x count bytes).
+std::string shard_problem(const std::int32_t* header, std::size_t bytes) {
+  const std::string raw_hint =
+      ". A file of headerless uint16 ids (nanoGPT's train.bin) is read with --token-format raw_uint16";
+  if (bytes < llmc_header_bytes)
+    return "holds " + std::to_string(bytes) + " bytes, fewer than llm.c's 1024-byte shard header: not an llm.c shard" +
+           raw_hint;
+  const std::int32_t magic = header[0], version = header[1];
+  if (magic == llmc_llama3_magic)
+    return "is an llm.c llama-3 shard (magic 20240801): its token ids are uint32, for a vocabulary beyond kamp's "
+           "16-bit ids; tokenize the text with a vocabulary of at most 65536 (GPT-2's) into a version-1 shard";
+  if (magic == llmc_eval_magic)
+    return "is an llm.c evaluation file (magic 20240522: HellaSwag or MMLU examples), not training tokens";
+  for (const std::int32_t known : {llmc_shard_magic, llmc_llama3_magic, llmc_eval_magic})
+    if (byte_swapped(magic) == known)
+      return "has llm.c's magic " + std::to_string(known) +
+             " in big-endian byte order: kamp reads the little-endian files llm.c writes; convert it (numpy: "
+             "np.fromfile(f, '>i4', 256) for the header, '>u2' for the ids, then .astype('<...').tofile)";
+  if (magic != llmc_shard_magic)
+    return "begins with the int32 " + std::to_string(magic) + ", not llm.c's shard magic 20240520: not an llm.c shard" +
+           raw_hint;
+  if (version != llmc_shard_version)
+    return "is an llm.c token shard of version " + std::to_string(version) +
+           "; kamp reads version 1 (GPT-2's 16-bit token ids): write the shard with llm.c's GPT-2 tokenizer";
+  const std::int64_t count = header[2];
+  const std::uint64_t want = llmc_header_bytes + 2 * std::uint64_t(std::max<std::int64_t>(count, 0));
+  if (count <= 0 || want != bytes)
+    return "has an llm.c shard header claiming " + std::to_string(count) + " tokens (" + std::to_string(want) +
+           " bytes with the header) but the file holds " + std::to_string(bytes) +
+           " bytes: it is truncated or damaged; write it again";
+  return "";
+}
+
+// Maps `path` read-only into `st` and finds its tokens as `format` says. Ids are little-endian,
+// as every writer of these files (numpy on x86 and ARM) leaves them.
+token_file map_token_file(token_dataset::storage& st, const std::filesystem::path& path, token_file_format format) {
   const std::string name = path.string();
-  if (const std::string kind = special_file_kind(name); !kind.empty())
-    throw std::runtime_error("--data: '" + name + "' is " + kind + ", not a token file");
-  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("--data: cannot open the token file '" + name + "': " + errno_text());
+  const int fd = open_input_file({"--data", name, "a token file"});
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     const std::string why = errno_text();
@@ -213,26 +238,20 @@ token_file map_token_file(token_dataset::storage& st, const std::filesystem::pat
   st.mappings.emplace_back(address, bytes);
   const auto* base = static_cast<const unsigned char*>(address);
   std::int32_t header[3] = {0, 0, 0};
-  if (bytes >= llmc_header_bytes) std::memcpy(header, base, sizeof header);
-  if (header[0] == llmc_shard_magic) {
-    if (header[1] != llmc_shard_version)
-      throw std::runtime_error(
-          "--data: '" + name + "' is an llm.c token shard of version " + std::to_string(header[1]) +
-          "; kamp reads version 1 (GPT-2's 16-bit token ids): " + "write the shard with llm.c's GPT-2 tokenizer");
-    const std::int64_t count = header[2];
-    const std::uint64_t want = llmc_header_bytes + 2 * std::uint64_t(std::max<std::int64_t>(count, 0));
-    if (count <= 0 || want != bytes)
-      throw std::runtime_error("--data: '" + name + "' has an llm.c shard header claiming " + std::to_string(count) +
-                               " tokens (" + std::to_string(want) + " bytes with the header) but the file holds " +
-                               std::to_string(bytes) + " bytes: it is truncated or damaged; write it again");
-    return {reinterpret_cast<const std::uint16_t*>(base + llmc_header_bytes), std::size_t(count), llmc_header_bytes,
-            true};
+  if (bytes >= sizeof header) std::memcpy(header, base, sizeof header);
+  if (format == token_file_format::raw_uint16) {
+    if (header[0] == llmc_shard_magic || header[0] == llmc_llama3_magic || header[0] == llmc_eval_magic)
+      throw std::runtime_error("--data: '" + name + "' begins with llm.c's magic " + std::to_string(header[0]) +
+                               ", but --token-format raw_uint16 would read its header as tokens: leave "
+                               "--token-format out for llm.c files");
+    if (bytes % 2 != 0)
+      throw std::runtime_error("--data: '" + name + "' holds " + std::to_string(bytes) +
+                               " bytes, an odd number: raw uint16 ids are 2 bytes each, so it is no such file");
+    return {reinterpret_cast<const std::uint16_t*>(base), bytes / 2, 0};
   }
-  if (bytes % 2 != 0)
-    throw std::runtime_error("--data: '" + name + "' holds " + std::to_string(bytes) +
-                             " bytes, an odd number: a token file (*.bin) is an llm.c shard or raw uint16 ids, 2 "
-                             "bytes each. Give text files another name than *.bin");
-  return {reinterpret_cast<const std::uint16_t*>(base), bytes / 2, 0, false};
+  if (const std::string problem = shard_problem(header, bytes); !problem.empty())
+    throw std::runtime_error("--data: '" + name + "' " + problem);
+  return {reinterpret_cast<const std::uint16_t*>(base + llmc_header_bytes), std::size_t(header[2]), llmc_header_bytes};
 }
 
 // The largest id (0 for none): one pass over a file is both its vocabulary check and its share
@@ -262,19 +281,22 @@ std::vector<std::filesystem::path> token_files(const std::string& path) {
   if (std::filesystem::exists(path, error))
     return is_bin(path) ? std::vector<std::filesystem::path>{path} : std::vector<std::filesystem::path>{};
   if (path.find_first_of("*?[") == std::string::npos)
-    throw std::runtime_error("--data '" + path +
-                             "' does not exist: give a text file, a token file (*.bin), a "
-                             "directory of either, or a quoted glob pattern of token files");
+    throw std::runtime_error(
+        "--data '" + path + "' " + input_file_problem(path, "a file") +
+        ": give a text file, a token file (*.bin), a directory of either, or a quoted glob pattern "
+        "of token files");
   glob_t matches{};
   const int found = ::glob(path.c_str(), 0, nullptr, &matches);
   std::vector<std::filesystem::path> files;
   for (std::size_t i = 0; found == 0 && i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
   globfree(&matches);
   if (files.empty()) throw std::runtime_error("--data: no file matches the pattern '" + path + "'");
-  for (const auto& f : files)
-    if (!is_bin(f) || !std::filesystem::is_regular_file(f, error))
+  for (const auto& f : files) {
+    if (!is_bin(f))
       throw std::runtime_error("--data: the pattern '" + path + "' matches '" + f.string() +
                                "', not a token file (*.bin): a pattern names token files only");
+    require_input_file({"--data", f.string(), "a token file"});
+  }
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -343,7 +365,8 @@ void token_dataset::split_owned(std::vector<std::uint16_t> tokens, double valida
   max_token_ = std::max(largest(train_), largest(validation_));
 }
 
-token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context, int vocab) {
+token_dataset token_dataset::from_path(const std::string& path, double validation_fraction, int context, int vocab,
+                                       token_file_format format) {
   // Before opening: a FIFO would block the open until a writer comes, a device never ends.
   if (const std::string kind = special_file_kind(path); !kind.empty())
     throw std::runtime_error("--data '" + path + "' is " + kind +
@@ -364,9 +387,8 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
   out.byte_level_ = false;
   auto st = std::make_shared<storage>();
   std::vector<token_segment> named_train, named_validation;
-  bool all_llmc = true, any_llmc = false;
   for (const auto& f : files) {
-    const token_file t = map_token_file(*st, f);
+    const token_file t = map_token_file(*st, f, format);
     const std::uint16_t top = largest(t.tokens, t.count);
     out.max_token_ = std::max(out.max_token_, int(top));
     if (top >= vocab) {
@@ -377,8 +399,6 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
                                "' is outside the model's vocabulary [0, " + std::to_string(vocab) +
                                "): give --vocab as the tokenizer's size (50257 for GPT-2's, or --preset gpt2-124m)");
     }
-    all_llmc = all_llmc && t.llmc;
-    any_llmc = any_llmc || t.llmc;
     (names_validation(f) ? named_validation : named_train).push_back({t.tokens, t.count});
   }
   out.storage_ = st;
@@ -392,9 +412,9 @@ token_dataset token_dataset::from_path(const std::string& path, double validatio
     const std::size_t n = token_count(all);
     std::tie(out.train_, out.validation_) = split_at(all, n - std::size_t(double(n) * validation_fraction));
   }
-  const std::string format = all_llmc ? "llm.c shards" : any_llmc ? "llm.c shards and raw uint16" : "raw uint16";
+  const std::string kind = format == token_file_format::llmc ? "llm.c shards" : "raw uint16";
   out.source_ = path + " (" + std::to_string(files.size()) + " token file" + (files.size() == 1 ? "" : "s") + ", " +
-                format + "; validation " + (by_name ? "by file name" : "the last fraction") + ")";
+                kind + "; validation " + (by_name ? "by file name" : "the last fraction") + ")";
   for (const split part : {split::train, split::validation})
     if (out.windows(part) == 0)
       throw std::runtime_error("--data '" + path + "': the " + (part == split::train ? "training" : "validation") +

@@ -2,6 +2,7 @@
 #define KAMP_MODEL_STATE_LLMC_MODEL_HPP
 
 #include <kamp/model/config/gpt_config.hpp>
+#include <kamp/model/state/file_rules.hpp>
 #include <kamp/model/state/training_state.hpp>
 
 #include <string>
@@ -24,15 +25,17 @@ struct llmc_model {
 
 enum class llmc_precision { fp32, bf16 };
 
-/// Reads an llm.c model file. Throws std::runtime_error naming the file and what is wrong: an
-/// unreadable file, another magic or version, a shape kamp cannot build, a size that is not
-/// the header's.
+/// Reads an llm.c model file. Throws std::runtime_error naming the file and what is wrong: a
+/// path that breaks the input rule (file_rules.hpp), another magic or version, a shape kamp
+/// cannot build, a size that is not the header's, a weight that is not finite.
 llmc_model read_llmc_model(const std::string& path);
 /// Writes `model` to `path` as llm.c does (version 3 for fp32, 5 for bf16: each value rounded to
-/// nearest even), through a temporary file renamed into place: an existing file is replaced
-/// whole or not at all. Throws std::invalid_argument for a shape llm.c cannot hold (an MLP
-/// other than 4 x d_model) and std::runtime_error for I/O errors.
-void write_llmc_model(const std::string& path, const llmc_model& model, llmc_precision precision);
+/// nearest even), through a temporary file renamed into place (kamp::replacement_file): an
+/// existing file is replaced whole or not at all, and never when it is one of `inputs`. Throws
+/// std::invalid_argument for a shape llm.c cannot hold (an MLP other than 4 x d_model),
+/// file_rule_error for a refused path and std::runtime_error for I/O errors.
+void write_llmc_model(const std::string& path, const llmc_model& model, llmc_precision precision,
+                      const std::vector<named_path>& inputs = {});
 
 /// The exact weights of `state` (the fp32 master, or the weights of an fp32 or pure_bf16 run,
 /// widened) as kamp's flat fp32 table: what an export writes. `state` holds all elements.

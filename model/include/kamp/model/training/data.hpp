@@ -1,6 +1,8 @@
 #ifndef KAMP_MODEL_TRAINING_DATA_HPP
 #define KAMP_MODEL_TRAINING_DATA_HPP
 
+#include <kamp/model/state/file_rules.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,11 +16,13 @@ namespace kamp {
 /// steps, and it needs no file, so the main job runs anywhere.
 std::string default_corpus(std::size_t bytes = 1u << 20, std::uint64_t seed = 2024);
 
-/// What `path` is when it is neither a regular file nor a directory: "a FIFO (named pipe)", "a
-/// character device", "a block device" or "a socket" (opening the first blocks until a writer
-/// comes, reading a device may never end). Empty for regular files, directories and paths that
-/// do not exist. Symbolic links are followed.
-std::string special_file_kind(const std::string& path);
+/// How token files (*.bin) are read: llm.c shards, known by their header, unless headerless
+/// uint16 ids are asked for by name; a file is never guessed to be either.
+enum class token_file_format { llmc, raw_uint16 };
+
+/// "llmc", "raw_uint16"; parse_token_file_format throws std::invalid_argument for another name.
+const char* name(token_file_format f);
+token_file_format parse_token_file_format(const std::string& text);
 
 /// A run of consecutive tokens: one file of token ids, or a split of one text. Windows never
 /// cross from one segment into the next.
@@ -53,9 +57,11 @@ class token_dataset {
   };
   static text_files read_text(const std::string& path);
   /// Reads `path`:
-  /// - a file named *.bin: token ids. An llm.c shard (a header of 256 int32: magic 20240520,
-  ///   version 1, token count; then uint16 ids) or, without that magic, raw uint16 ids
-  ///   (nanoGPT's train.bin/val.bin);
+  /// - a file named *.bin: token ids, identified by the header `format` says: an llm.c shard (a
+  ///   header of 256 little-endian int32: magic 20240520, version 1, token count; then uint16
+  ///   ids), or with token_file_format::raw_uint16 headerless uint16 ids (nanoGPT's
+  ///   train.bin/val.bin). Anything else (another magic, llm.c's uint32 llama-3 or eval files,
+  ///   a big-endian header, a raw file without the request, a shard with it) is refused;
   /// - a directory holding *.bin files, or a glob pattern (quote it): those token files in
   ///   name order. Files whose name holds "val" are the validation part when others are not
   ///   (llm.c's *_val_*.bin, nanoGPT's val.bin); otherwise the last validation_fraction of
@@ -67,7 +73,8 @@ class token_dataset {
   /// token, its byte offset) and the fix: unreadable, empty, a bad llm.c header or size, a token
   /// outside the vocabulary, a binary file named alone, or a special file (special_file_kind():
   /// refused before it is opened).
-  static token_dataset from_path(const std::string& path, double validation_fraction, int context, int vocab = 256);
+  static token_dataset from_path(const std::string& path, double validation_fraction, int context, int vocab = 256,
+                                 token_file_format format = token_file_format::llmc);
   /// The files of a directory that from_path left out as binary.
   const std::vector<std::string>& skipped() const { return skipped_; }
 
