@@ -62,3 +62,5 @@ json.dump(result, open(dest, "w"), indent=2)
 print(json.dumps(result, indent=2))
 PY
 rm -rf "$out_dir"
+# The CPU model, kind and date the figures belong to (tools/perf-tables.py reads them).
+python3 "$KAMP_REPO_DIR/tools/perf-tables.py" --stamp "$build/bench-train.json"
