@@ -207,8 +207,11 @@ std::string read_input_file(const named_path& input) {
   return text;
 }
 
-void check_output(const named_path& output, output_kind kind, const std::vector<named_path>& inputs,
-                  const std::vector<named_path>& others) {
+namespace {
+
+// check_output's verdict, keeping the target it resolved: opening the file uses that path.
+target checked_target(const named_path& output, output_kind kind, const std::vector<named_path>& inputs,
+                      const std::vector<named_path>& others) {
   const target t = output_target(output);
   refuse_target(output, kind, t);
   refuse_inputs(output, t, inputs);
@@ -219,11 +222,18 @@ void check_output(const named_path& output, output_kind kind, const std::vector<
       throw file_rule_error(said(output) + " is the same file as " + said(other) +
                             ": each output needs a file of its own; give one of them another path");
   }
+  return t;
+}
+
+}  // namespace
+
+void check_output(const named_path& output, output_kind kind, const std::vector<named_path>& inputs,
+                  const std::vector<named_path>& others) {
+  checked_target(output, kind, inputs, others);
 }
 
 std::FILE* open_output_stream(const named_path& output, bool append, const std::vector<named_path>& inputs) {
-  check_output(output, output_kind::stream, inputs);
-  const std::string path = output_target(output).path;
+  const std::string path = checked_target(output, output_kind::stream, inputs, {}).path;
   // O_NOFOLLOW: the resolved path ends in no link unless one was planted since the check.
   // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of blocking. No O_TRUNC before
   // the opened file is known to be the one checked.
@@ -259,8 +269,7 @@ std::FILE* open_output_stream(const named_path& output, bool append, const std::
 }
 
 replacement_file::replacement_file(const named_path& output, const std::vector<named_path>& inputs) : output_(output) {
-  check_output(output, output_kind::document, inputs);
-  target_ = output_target(output).path;
+  target_ = checked_target(output, output_kind::document, inputs, {}).path;
   for (int attempt = 0; attempt < 100 && stream_ == nullptr; ++attempt) {
     temporary_ = target_ + ".tmp-" + random_suffix();
     const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
