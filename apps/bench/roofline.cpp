@@ -30,30 +30,52 @@ Kokkos::View<T*, memory> filled(const char* label, std::size_t n) {
   return v;
 }
 
-/// The problem of `r` on fresh contiguous operands of types TA, TB, TC: its median time and the
-/// path it took.
+/// Elements from an operand's first to one past its last: `outer` x `inner` matrices of rows x
+/// cols at the given strides.
+std::size_t span(int batch, int inner, int rows, int cols, std::int64_t ld, std::int64_t stride,
+                 std::int64_t inner_stride) {
+  const int outer = batch / inner;
+  return std::size_t((outer - 1) * stride + (inner - 1) * inner_stride + (rows - 1) * ld + cols);
+}
+
+/// The problem of `r` on fresh operands, contiguous (`layout::dense`) or at the record's own
+/// leading dimensions and batch strides (`layout::own`, what the step's call reads): its median
+/// time and the path it took.
 template <class TA, class TB, class TC>
-gemm_timing time_gemm(const gemm_record& r, int repeat) {
+gemm_timing time_gemm(const gemm_record& r, int repeat, gemm_layout layout) {
   const op oa = r.trans_a ? op::transpose : op::none, ob = r.trans_b ? op::transpose : op::none;
   const int ar = r.trans_a ? r.k : r.m, ac = r.trans_a ? r.m : r.k;
   const int br = r.trans_b ? r.n : r.k, bc = r.trans_b ? r.k : r.n;
-  const std::size_t batch = std::size_t(r.batch);
-  const auto a = filled<TA>("kamp::bench::roofline_a", batch * ar * ac);
-  const auto b = filled<TB>("kamp::bench::roofline_b", batch * br * bc);
-  const auto c = filled<TC>("kamp::bench::roofline_c", batch * r.m * r.n);
+  const bool own = layout == gemm_layout::own;
+  const int inner = own ? r.inner : 1;
+  // Dense: one batch dimension, matrices back to back.
+  const std::int64_t lda = own ? r.lda : ac, ldb = own ? r.ldb : bc, ldc = own ? r.ldc : r.n;
+  const std::int64_t sa = own ? r.stride_a : std::int64_t(ar) * ac, sb = own ? r.stride_b : std::int64_t(br) * bc,
+                     sc = own ? r.stride_c : std::int64_t(r.m) * r.n;
+  const std::int64_t ia = own ? r.inner_stride_a : 0, ib = own ? r.inner_stride_b : 0, ic = own ? r.inner_stride_c : 0;
+  const auto a = filled<TA>("kamp::bench::roofline_a", span(r.batch, inner, ar, ac, lda, sa, ia));
+  const auto b = filled<TB>("kamp::bench::roofline_b", span(r.batch, inner, br, bc, ldb, sb, ib));
+  const auto c = filled<TC>("kamp::bench::roofline_c", span(r.batch, inner, r.m, r.n, ldc, sc, ic));
   const auto bias = r.bias ? filled<float>("kamp::bench::roofline_bias", r.n) : Kokkos::View<float*, memory>();
   using unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
   std::function<void()> run;
   if (r.batch == 1) {
-    const Kokkos::View<const TA**, Kokkos::LayoutRight, memory, unmanaged> a2(a.data(), ar, ac);
-    const Kokkos::View<const TB**, Kokkos::LayoutRight, memory, unmanaged> b2(b.data(), br, bc);
-    const Kokkos::View<TC**, Kokkos::LayoutRight, memory, unmanaged> c2(c.data(), r.m, r.n);
+    const Kokkos::View<const TA**, Kokkos::LayoutStride, memory, unmanaged> a2(a.data(),
+                                                                               Kokkos::LayoutStride(ar, lda, ac, 1));
+    const Kokkos::View<const TB**, Kokkos::LayoutStride, memory, unmanaged> b2(b.data(),
+                                                                               Kokkos::LayoutStride(br, ldb, bc, 1));
+    const Kokkos::View<TC**, Kokkos::LayoutStride, memory, unmanaged> c2(c.data(),
+                                                                         Kokkos::LayoutStride(r.m, ldc, r.n, 1));
     run = [=] { gemm(space(), oa, ob, r.alpha, a2, b2, r.beta, c2, bias); };
   } else {
-    const Kokkos::View<const TA***, Kokkos::LayoutRight, memory, unmanaged> a3(a.data(), r.batch, ar, ac);
-    const Kokkos::View<const TB***, Kokkos::LayoutRight, memory, unmanaged> b3(b.data(), r.batch, br, bc);
-    const Kokkos::View<TC***, Kokkos::LayoutRight, memory, unmanaged> c3(c.data(), r.batch, r.m, r.n);
-    run = [=] { gemm_strided_batched(space(), oa, ob, r.alpha, a3, b3, r.beta, c3); };
+    const int outer = r.batch / inner;
+    const auto heads = [&](int rows, int cols, std::int64_t ld, std::int64_t stride, std::int64_t inner_stride) {
+      return Kokkos::LayoutStride(outer, stride, inner, inner_stride, rows, ld, cols, 1);
+    };
+    const Kokkos::View<const TA****, Kokkos::LayoutStride, memory, unmanaged> a4(a.data(), heads(ar, ac, lda, sa, ia));
+    const Kokkos::View<const TB****, Kokkos::LayoutStride, memory, unmanaged> b4(b.data(), heads(br, bc, ldb, sb, ib));
+    const Kokkos::View<TC****, Kokkos::LayoutStride, memory, unmanaged> c4(c.data(), heads(r.m, r.n, ldc, sc, ic));
+    run = [=] { gemm_strided_batched(space(), oa, ob, r.alpha, a4, b4, r.beta, c4); };
   }
   // The path is the one the call reports (a batched call has no gemm_path_for).
   step_traffic first;
@@ -74,47 +96,74 @@ bool with_types(dtype a, dtype b, dtype c, F&& f) {
   return true;
 }
 
-/// The vendor's own time for a record: the record's problem itself, or for a widened one the
-/// fp32-C problem it hands over (its operand types where a vendor takes them, else fp32).
-double vendor_seconds(const gemm_record& r, int repeat, bool& measured) {
+/// The vendor's own time for a record on dense operands: the record's problem itself, or for a
+/// widened one the fp32-C problem it hands over (its operand types where a vendor takes them,
+/// else fp32). With `layout::own`, the record's call alone at its own strides, path and all.
+double vendor_seconds(const gemm_record& r, int repeat, gemm_layout layout, bool& measured) {
   double seconds = 0;
   measured = with_types(r.a, r.b, r.c, [&](auto ta, auto tb, auto tc) {
     using TA = decltype(ta);
     using TB = decltype(tb);
     using TC = decltype(tc);
-    if (r.path != "widened") {
-      seconds = time_gemm<TA, TB, TC>(r, repeat).seconds;
+    if (r.path != "widened" || layout == gemm_layout::own) {
+      seconds = time_gemm<TA, TB, TC>(r, repeat, layout).seconds;
       return;
     }
-    const gemm_timing staged = time_gemm<TA, TB, float>(r, repeat);
-    seconds = staged.path != "widened" && staged.path != "portable" ? staged.seconds
-                                                                    : time_gemm<float, float, float>(r, repeat).seconds;
+    const gemm_timing staged = time_gemm<TA, TB, float>(r, repeat, layout);
+    seconds = staged.path != "widened" && staged.path != "portable"
+                  ? staged.seconds
+                  : time_gemm<float, float, float>(r, repeat, layout).seconds;
   });
   return seconds;
 }
+
+}  // namespace
 
 std::string region_of(const gemm_record& r) {
   return "kamp::gemm[" + r.path + "," + name(r.a) + "," + name(r.b) + "," + name(r.c) + "]";
 }
 
-}  // namespace
-
 roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, int repeat) {
   roofline out;
-  std::map<std::tuple<int, int, int, int, bool, bool, float, float, bool, dtype, dtype, dtype, std::string>, double>
-      timed;
+  using problem_key = std::tuple<int, int, int, int, bool, bool, float, float, bool, dtype, dtype, dtype, std::string,
+                                 std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                 int, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<problem_key, gemm_bound> timed;
   for (const gemm_record& r : traffic.gemms()) {
-    const auto key =
-        std::make_tuple(r.m, r.n, r.k, r.batch, r.trans_a, r.trans_b, r.alpha, r.beta, r.bias, r.a, r.b, r.c, r.path);
+    const problem_key key{r.m,
+                          r.n,
+                          r.k,
+                          r.batch,
+                          r.trans_a,
+                          r.trans_b,
+                          r.alpha,
+                          r.beta,
+                          r.bias,
+                          r.a,
+                          r.b,
+                          r.c,
+                          r.path,
+                          r.lda,
+                          r.ldb,
+                          r.ldc,
+                          r.stride_a,
+                          r.stride_b,
+                          r.stride_c,
+                          r.inner,
+                          r.inner_stride_a,
+                          r.inner_stride_b,
+                          r.inner_stride_c};
     auto it = timed.find(key);
     if (it == timed.end()) {
-      bool measured = false;
-      const double s = vendor_seconds(r, repeat, measured);
+      bool measured = false, measured_own = false;
+      const double dense = vendor_seconds(r, repeat, gemm_layout::dense, measured);
+      const double own = vendor_seconds(r, repeat, gemm_layout::own, measured_own);
       if (!measured) out.unmeasured.push_back(region_of(r));
-      it = timed.emplace(key, measured ? s : 0.0).first;
+      it = timed.emplace(key, gemm_bound{measured ? 1e3 * dense : 0.0, measured_own ? 1e3 * own : 0.0}).first;
     }
-    out.bound_ms[region_of(r)] += 1e3 * it->second;
-    out.gemm_ms += 1e3 * it->second;
+    out.calls.push_back(it->second);
+    out.bound_ms[region_of(r)] += it->second.dense_ms;
+    out.gemm_ms += it->second.dense_ms;
   }
   for (const auto& [label, bytes] : traffic.bytes()) {
     const double ms = 1e3 * bytes / (triad_gb_per_s * 1e9);

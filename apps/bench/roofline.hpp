@@ -23,6 +23,19 @@ class step_traffic : public traffic_listener {
   std::vector<gemm_record> gemms_;
 };
 
+/// The profile region of a GEMM record's call, "kamp::gemm[path,A,B,C]" (FP8 records name
+/// kamp::gemm_fp8's wrapper, whose region is not a kamp::gemm one).
+std::string region_of(const gemm_record& r);
+
+/// Operands as a GEMM's bound is timed: contiguous, or at the step's own strides.
+enum class gemm_layout { dense, own };
+
+/// One GEMM call's times alone: the vendor on dense operands (its bound) and the same call at
+/// the step's own strides, so a call whose strides push it off the vendor's fast kernel shows.
+struct gemm_bound {
+  double dense_ms = 0, own_ms = 0;
+};
+
 /// The time the work cannot beat on this machine: each GEMM at the rate its vendor library
 /// reaches for that shape and types when called alone (timed here, median of `repeat`; for a
 /// widened GEMM the fp32-C vendor problem it hands over, without the widening passes; the
@@ -32,6 +45,7 @@ struct roofline {
   double gemm_ms = 0, kernel_ms = 0;
   std::map<std::string, double> bound_ms;  ///< per label
   std::vector<std::string> unmeasured;     ///< GEMM type combinations without a timing here
+  std::vector<gemm_bound> calls;           ///< per GEMM record of the traffic, in its order
   double total_ms() const { return gemm_ms + kernel_ms; }
 };
 roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, int repeat);

@@ -20,6 +20,7 @@ struct ledger {
   int gemm_depth = 0;                                              ///< open kamp::gemm regions
   std::map<std::uint64_t, std::pair<std::string, clock::time_point>> kernels;
   std::uint64_t next_kernel = 0;
+  std::vector<std::pair<std::string, double>> gemm_calls;
 };
 
 ledger& books() {
@@ -55,7 +56,10 @@ void pop_region() {
   const auto [name, start] = l.regions.back();
   l.regions.pop_back();
   if (!is_gemm(name)) return;
-  if (--l.gemm_depth == 0) l.seconds[name] += std::chrono::duration<double>(clock::now() - start).count();
+  if (--l.gemm_depth > 0) return;
+  const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+  l.seconds[name] += seconds;
+  l.gemm_calls.emplace_back(name, seconds);
 }
 
 }  // namespace
@@ -87,5 +91,7 @@ step_profile::~step_profile() {
 }
 
 const std::map<std::string, double>& step_profile::seconds() const { return books().seconds; }
+
+const std::vector<std::pair<std::string, double>>& step_profile::gemm_calls() const { return books().gemm_calls; }
 
 }  // namespace kamp::bench

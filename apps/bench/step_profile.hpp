@@ -3,6 +3,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kamp::bench {
 
@@ -18,6 +20,8 @@ class step_profile {
   step_profile& operator=(const step_profile&) = delete;
   /// Seconds per label since construction.
   const std::map<std::string, double>& seconds() const;
+  /// Each outermost GEMM region in call order since construction: its label and seconds.
+  const std::vector<std::pair<std::string, double>>& gemm_calls() const;
 };
 
 }  // namespace kamp::bench

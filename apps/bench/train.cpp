@@ -14,10 +14,102 @@ namespace kamp::bench {
 
 namespace {
 
+std::string strides_of(const gemm_record& g) {
+  const auto operand = [&](const char* name, std::int64_t ld, std::int64_t stride, std::int64_t inner_stride) {
+    std::string s = std::string(name) + " ld " + std::to_string(ld);
+    if (g.batch > 1) s += " batch " + std::to_string(stride);
+    if (g.inner > 1) s += "/" + std::to_string(inner_stride);
+    return s;
+  };
+  return operand("A", g.lda, g.stride_a, g.inner_stride_a) + ", " + operand("B", g.ldb, g.stride_b, g.inner_stride_b) +
+         ", " + operand("C", g.ldc, g.stride_c, g.inner_stride_c);
+}
+
+// Every GEMM call of a step, those of one problem, layout and kernel together: the time in the
+// step, the rate, and the rates of the same call alone at its own strides and of the vendor on
+// dense operands (JSON `profiles.<mode>.gemm_calls`). `calls`: outermost GEMM regions in order
+// over `steps` steps, matched in order to the traffic's records of kamp::gemm calls (an FP8
+// GEMM's record is its wrapper's; the bf16 GEMM it runs has a record and region of its own).
+void gemm_call_table(report& out, precision_mode mode, const step_traffic& traffic, const roofline& limit,
+                     const std::vector<std::pair<std::string, double>>& calls, int steps, bool print) {
+  const std::vector<gemm_record>& records = traffic.gemms();
+  const auto next_record = [&](std::size_t from, const std::string& region) {
+    while (from < records.size() && region_of(records[from]) != region) ++from;
+    return from;
+  };
+  std::vector<std::size_t> matched;  // the record index of every call
+  for (std::size_t i = 0, j = 0; i < calls.size(); ++i, ++j) {
+    j = next_record(j, calls[i].first);
+    if (j == records.size()) j = next_record(0, calls[i].first);  // the next step's first
+    if (j == records.size()) break;
+    matched.push_back(j);
+  }
+  if (matched.size() != calls.size() || calls.empty() || calls.size() % std::size_t(steps) != 0) {
+    std::printf("    (GEMM call table skipped: the %zu profiled calls do not match the step's GEMM records)\n",
+                calls.size());
+    return;
+  }
+  const std::size_t per_step = calls.size() / std::size_t(steps);
+  struct row {
+    const gemm_record* record;
+    int count = 0;
+    double ms = 0, dense_ms = 0, own_ms = 0;
+  };
+  std::map<std::string, row> rows;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::size_t j = matched[i];
+    const gemm_record& g = records[j];
+    const std::string key = region_of(g) + " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+                            std::to_string(g.k) + " x" + std::to_string(g.batch) + (g.trans_a ? " A^T" : "") +
+                            (g.trans_b ? " B^T" : "") + " " + strides_of(g) + " " + g.implementation;
+    row& r = rows[key];
+    r.record = &g;
+    if (i < per_step) {
+      ++r.count;
+      r.dense_ms += limit.calls[j].dense_ms;
+      r.own_ms += limit.calls[j].own_ms;
+    }
+    r.ms += 1e3 * calls[i].second / steps;
+  }
+  std::vector<std::pair<double, const row*>> order;
+  for (const auto& [key, r] : rows) order.emplace_back(r.ms, &r);
+  std::sort(order.rbegin(), order.rend());
+  if (print)
+    std::printf("    GEMM calls %s (GFLOP/s in the step | alone at its strides | vendor dense):\n", name(mode));
+  nlohmann::json& table = out.doc()["profiles"][name(mode)]["gemm_calls"];
+  for (const auto& [ms, r] : order) {
+    const gemm_record& g = *r->record;
+    const double gflop = 2e-9 * g.m * g.n * double(g.k) * g.batch * r->count;
+    const auto rate = [&](double t) { return t > 0 ? gflop / (1e-3 * t) : 0.0; };
+    if (print)
+      std::printf("      %7.2f ms %3dx  %6.1f | %6.1f | %6.1f  %dx%dx%d x%d%s%s [%s] %s  %s\n", ms, r->count, rate(ms),
+                  rate(r->own_ms), rate(r->dense_ms), g.m, g.n, g.k, g.batch, g.trans_a ? " A^T" : "",
+                  g.trans_b ? " B^T" : "", strides_of(g).c_str(), region_of(g).c_str(), g.implementation.c_str());
+    table.push_back({{"m", g.m},
+                     {"n", g.n},
+                     {"k", g.k},
+                     {"batch", g.batch},
+                     {"inner", g.inner},
+                     {"trans_a", g.trans_a},
+                     {"trans_b", g.trans_b},
+                     {"ld", {g.lda, g.ldb, g.ldc}},
+                     {"batch_strides", {g.stride_a, g.stride_b, g.stride_c}},
+                     {"inner_strides", {g.inner_stride_a, g.inner_stride_b, g.inner_stride_c}},
+                     {"region", region_of(g)},
+                     {"implementation", g.implementation},
+                     {"calls_per_step", r->count},
+                     {"ms_per_step", ms},
+                     {"gflop_per_s", rate(ms)},
+                     {"alone_gflop_per_s", rate(r->own_ms)},
+                     {"dense_gflop_per_s", rate(r->dense_ms)},
+                     {"fraction_of_dense", r->dense_ms / ms}});
+  }
+}
+
 // Milliseconds per step by GEMM region and kernel label, the largest first, over `steps` more
 // steps (kept apart from the timed ones: the callbacks cost a little), each beside its bound.
 std::map<std::string, double> profile_steps(report& out, trainer& t, precision_mode mode, int steps,
-                                            const roofline& limit, bool print) {
+                                            const roofline& limit, const step_traffic& traffic, bool print) {
   std::vector<std::pair<double, std::string>> rows;
   std::map<std::string, double> ms;
   double total = 0, step_seconds = 0;
@@ -29,6 +121,7 @@ std::map<std::string, double> profile_steps(report& out, trainer& t, precision_m
       ms[label] = 1e3 * seconds / steps;
       total += 1e3 * seconds / steps;
     }
+    gemm_call_table(out, mode, traffic, limit, profile.gemm_calls(), steps, print);
   }
   std::sort(rows.rbegin(), rows.rend());
   const double step_ms = 1e3 * step_seconds / steps;
@@ -145,7 +238,7 @@ void training_steps(report& out, int steps, bool profile) {
     out.value(std::string("train_tokens_per_s_") + name(mode), median);
     std::printf("  %-44s %8.0f tokens/s\n", (std::string("train step ") + name(mode)).c_str(), median);
     const roofline limit = step_roofline(traffic, triad_gb_per_s, 5);
-    const auto ms = profile_steps(out, t, mode, steps, limit, profile);
+    const auto ms = profile_steps(out, t, mode, steps, limit, traffic, profile);
     report_roofline(out, mode, limit, traffic, 1e3 * seconds[seconds.size() / 2], ms, triad_gb_per_s);
   }
 }

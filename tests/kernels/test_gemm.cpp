@@ -476,6 +476,73 @@ TEMPLATE_TEST_CASE("rank-4 strided-batched gemm reads and writes attention heads
   }
 }
 
+#ifdef KAMP_ENABLE_DNNL
+namespace {
+
+/// Sets oneDNN's packing rule for a scope (the rule is process-wide).
+struct dnnl_packing_scope {
+  explicit dnnl_packing_scope(kamp::detail::dnnl_packing packing) {
+    kamp::detail::dnnl_context::instance().set_packing(packing);
+  }
+  ~dnnl_packing_scope() { kamp::detail::dnnl_context::instance().set_packing(kamp::detail::dnnl_packing::automatic); }
+};
+
+/// What a call reported of its GEMMs.
+struct gemm_log : kamp::traffic_listener {
+  std::vector<kamp::gemm_record> gemms;
+  void kernel(const char*, double) override {}
+  void gemm(const kamp::gemm_record& r) override { gemms.push_back(r); }
+};
+
+/// The path and kernel of attention's score GEMM on (B, H) heads inside (B, T, 3C) rows.
+template <class T>
+kamp::gemm_record attention_scores_record() {
+  using memory = Kokkos::HostSpace;
+  using heads = Kokkos::View<const T****, Kokkos::LayoutStride, memory>;
+  const int nb = 2, t = 64, nh = 4, d = 32, width = 3 * nh * d;
+  const Kokkos::View<T*, memory> rows("rows", std::size_t(nb) * t * width);
+  const Kokkos::View<float****, Kokkos::LayoutRight, memory> s("s", nb, nh, t, t);
+  const auto part = [&](int offset) {
+    return heads(rows.data() + offset, Kokkos::LayoutStride(nb, std::size_t(t) * width, nh, d, t, width, d, 1));
+  };
+  gemm_log log;
+  const kamp::traffic_scope listening(log);
+  kamp::gemm_strided_batched(Kokkos::DefaultHostExecutionSpace(), kamp::op::none, kamp::op::transpose, 0.125f, part(0),
+                             part(nh * d), 0.0f, s);
+  REQUIRE(log.gemms.size() == 1);
+  return log.gemms[0];
+}
+
+}  // namespace
+
+TEST_CASE("attention heads packed into dense copies for oneDNN give the in-place results", "[kernels][gemm]") {
+  const dnnl_packing_scope packed(kamp::detail::dnnl_packing::always);
+  check_heads_in_place<Kokkos::DefaultHostExecutionSpace, float>(kamp::gemm_algorithm::automatic);
+  check_heads_in_place<Kokkos::DefaultHostExecutionSpace, kamp::bf16>(kamp::gemm_algorithm::automatic);
+  const kamp::gemm_record r = attention_scores_record<float>();
+  INFO(r.path << ": " << r.implementation);
+  CHECK(r.path == "dnnl");
+  CHECK(r.implementation.find("packed") != std::string::npos);
+}
+
+TEST_CASE("attention heads go to dense copies exactly where only oneDNN's AMX kernel would take them",
+          "[kernels][gemm]") {
+  // gemm:jit, oneDNN's one kernel for heads in place, has no AMX code; elsewhere it is as fast as
+  // brgemm on copies (docs/performance.md), so only an AMX host copies.
+  const kamp::gemm_record r = attention_scores_record<kamp::bf16>();
+  INFO(r.path << ": " << r.implementation);
+  CHECK(r.lda == 3 * 4 * 32);
+  CHECK(r.inner == 4);
+  if (r.path == "dnnl")
+    CHECK((r.implementation.find("packed") != std::string::npos) == kamp::test::onednn_may_use_amx_bf16());
+  else
+    CHECK_FALSE(kamp::test::onednn_may_use_avx512_bf16());
+  const kamp::gemm_record f = attention_scores_record<float>();
+  INFO(f.path << ": " << f.implementation);
+  CHECK(f.implementation.find("packed") == std::string::npos);
+}
+#endif
+
 namespace {
 
 // Linear + GELU with the pre-activation kept: on every path the unfused composition (gemm with

@@ -42,6 +42,14 @@ inline bool onednn_may_use_avx512_bf16() {
   return !capped && f.count("avx512_bf16") == 1;
 }
 
+/// Whether oneDNN may use AMX tiles for bf16 here: the CPU has them and no cap forbids them.
+inline bool onednn_may_use_amx_bf16() {
+  const std::string cap = onednn_isa_cap();
+  const bool capped =
+      !cap.empty() && cap != "ALL" && cap.rfind("AVX512_CORE_AMX", 0) != 0 && cap.rfind("AVX10", 0) != 0;
+  return !capped && cpu_flags().count("amx_bf16") == 1;
+}
+
 /// Whether oneDNN is limited to AVX2 or less here: no AVX-512 in the CPU, or a cap below it.
 inline bool onednn_below_avx512() {
   const auto f = cpu_flags();

@@ -66,7 +66,8 @@ void gemm_fp8(const ExecutionSpace& space, op op_a, op op_b, float alpha, const 
       detail::make_gemm_problem("kamp::gemm_fp8", op_a, op_b, alpha, A, B, beta, C, bias.data(), bias.extent(0));
   if (p.m == 0 || p.n == 0) return;
   const detail::fp8_route route = detail::gemm_fp8_route<ExecutionSpace>(p, algorithm);
-  if (traffic_listener* listener = detail::traffic_slot()) listener->gemm(detail::gemm_record_of(p, route.path));
+  if (traffic_listener* listener = detail::traffic_slot())
+    listener->gemm(detail::gemm_record_of(p, route.path, route.path));
   Kokkos::Profiling::pushRegion(detail::gemm_fp8_region<TA, TB, TC>(route.path));
   const std::string_view path(route.path);
   auto& workspace = detail::fp8_gemm_workspace<memory>::instance();

@@ -9,12 +9,14 @@
 #include <kamp/numeric/dtype.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
 namespace kamp {
 
-/// One GEMM as a roofline needs it.
+/// One GEMM as a roofline and a profile need it: the problem, the memory it reads and writes
+/// (leading dimensions and batch strides in elements, as gemm_problem has them), and where it ran.
 struct gemm_record {
   int m, n, k, batch;
   bool trans_a, trans_b;
@@ -22,6 +24,10 @@ struct gemm_record {
   bool bias;
   dtype a, b, c;
   std::string path;  ///< "dnnl", "widened", "portable", ...
+  std::int64_t lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
+  int inner = 1;  ///< batches of the inner batch dimension (attention's heads); 1 for one
+  std::int64_t inner_stride_a = 0, inner_stride_b = 0, inner_stride_c = 0;
+  std::string implementation;  ///< the library's own name for the kernel that ran (oneDNN's, cuBLAS' call)
 };
 
 /// Receives the reports while installed (`traffic_scope`).

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace kamp {
 
@@ -79,6 +80,17 @@ void run_after_bias_prologue(const ExecutionSpace& space, const gemm_problem<TA,
   Tpl::run(space, without_bias(p));
 }
 
+/// The vendor's own name for the kernel that runs `p` where the path says (Tpl::implementation),
+/// else the path's name.
+template <class Tpl, class P>
+auto vendor_implementation(const P& p, int) -> decltype(Tpl::implementation(p)) {
+  return Tpl::implementation(p);
+}
+template <class Tpl, class P>
+std::string vendor_implementation(const P&, long) {
+  return Tpl::name;
+}
+
 /// Where one problem runs: the first vendor path that accepts it, else the portable kernel. A
 /// vendor that declines only the bias (one matrix, not a batch) still runs it, after kamp's
 /// bias_prologue: every Linear takes the vendor GEMM where one exists.
@@ -88,6 +100,7 @@ struct gemm_route {
   const char* path = "portable";
   void (*run)(const ExecutionSpace&, const problem&) = &gemm_portable<ExecutionSpace, TA, TB, TC>;
   const std::string* region = portable_region();
+  std::string (*implementation)(const problem&) = [](const problem&) { return std::string("portable"); };
 
   /// Region names are built once per path and type combination.
   static const std::string* portable_region() {
@@ -104,12 +117,14 @@ struct gemm_route {
         path = tpl::name;
         run = &tpl::run;
         region = &name;
+        implementation = [](const problem& q) { return vendor_implementation<tpl>(q, 0); };
         return true;
       }
       if (bias_prologue_serves<tpl>(p)) {
         path = tpl::name;
         run = &run_after_bias_prologue<tpl, ExecutionSpace, TA, TB, TC>;
         region = &name;
+        implementation = [](const problem& q) { return vendor_implementation<tpl>(without_bias(q), 0); };
         return true;
       }
     }
@@ -132,7 +147,7 @@ struct gemm_route {
 /// What a traffic listener is told of a problem. Field by field: nvcc 13 misparses a braced
 /// list that holds `dtype_of<T>()` calls.
 template <class TA, class TB, class TC>
-gemm_record gemm_record_of(const gemm_problem<TA, TB, TC>& p, const char* path) {
+gemm_record gemm_record_of(const gemm_problem<TA, TB, TC>& p, const char* path, std::string implementation) {
   gemm_record r;
   r.m = p.m, r.n = p.n, r.k = p.k, r.batch = p.batch;
   r.trans_a = p.trans_a, r.trans_b = p.trans_b;
@@ -140,6 +155,11 @@ gemm_record gemm_record_of(const gemm_problem<TA, TB, TC>& p, const char* path) 
   r.bias = p.bias != nullptr;
   r.a = dtype_of<TA>(), r.b = dtype_of<TB>(), r.c = dtype_of<TC>();
   r.path = path;
+  r.lda = p.lda, r.ldb = p.ldb, r.ldc = p.ldc;
+  r.stride_a = p.stride_a, r.stride_b = p.stride_b, r.stride_c = p.stride_c;
+  r.inner = p.inner;
+  r.inner_stride_a = p.inner_stride_a, r.inner_stride_b = p.inner_stride_b, r.inner_stride_c = p.inner_stride_c;
+  r.implementation = std::move(implementation);
   return r;
 }
 
@@ -149,7 +169,8 @@ template <class ExecutionSpace, class TA, class TB, class TC, class Epilogue = n
 void gemm_dispatch(const ExecutionSpace& space, const gemm_problem<TA, TB, TC>& p, gemm_algorithm algorithm,
                    const Epilogue& epilogue = {}) {
   const gemm_route<ExecutionSpace, TA, TB, TC> route(p, algorithm, gemm_vendor_order());
-  if (traffic_listener* listener = traffic_slot()) listener->gemm(gemm_record_of(p, route.path));
+  if (traffic_listener* listener = traffic_slot())
+    listener->gemm(gemm_record_of(p, route.path, route.implementation(p)));
   Kokkos::Profiling::pushRegion(*route.region);
   if (std::string_view(route.path) == "portable") {
     gemm_portable_storing(space, p, epilogue);

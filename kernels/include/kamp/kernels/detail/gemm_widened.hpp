@@ -100,6 +100,16 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
     }
   }
 
+  /// The fp32 vendor kernel the staged problem runs on.
+  static std::string implementation(const problem& p) {
+    if (form(p) == staging::c_only) {
+      const auto s = staged<TA, TB>(p, nullptr, nullptr, nullptr);
+      return "fp32 C, " + route(s).implementation(s);
+    }
+    const auto s = staged<float, float>(p, nullptr, nullptr, nullptr);
+    return "fp32 operands, " + route(s).implementation(s);
+  }
+
   static void run(const ExecutionSpace& space, const problem& p) {
     widening_workspace& w = widening_workspace::instance();
     const std::lock_guard<std::mutex> lock(w.mutex());

@@ -75,6 +75,11 @@ struct gemm_tpl<cublas_path, Kokkos::Cuda, TA, TB, TC> {
     if (p.bias != nullptr) return "cublasGemmEx adds no bias";
     return "cublasGemmStridedBatchedEx, fp32 compute, " + device;
   }
+  /// Attention's heads in place have two batch strides: one call per outer batch.
+  static std::string implementation(const gemm_problem<TA, TB, TC>& p) {
+    const int calls = p.one_batch_stride() ? 1 : p.batch / p.inner;
+    return "cublasGemmStridedBatchedEx" + (calls > 1 ? " x" + std::to_string(calls) : std::string());
+  }
   static void run(const Kokkos::Cuda& space, const gemm_problem<TA, TB, TC>& p) {
     const cublasHandle_t h = cublas_handle();
     cublasSetStream(h, space.cuda_stream());

@@ -6,6 +6,8 @@
 // it uses the native bf16 dot products, elsewhere its jit sgemm, which on AVX2 outruns OpenBLAS).
 // oneDNN decides whether it serves a problem: no implementation for the types on this CPU (bf16
 // in oneDNN 2.6 below AVX-512), or only its reference one, and the problem goes to the next path.
+// A strided batch (attention's heads inside projection rows) that oneDNN serves only off its AMX
+// kernel is packed into dense copies first (dnnl_packing).
 #include <kamp/config.hpp>
 #include <kamp/kernels/detail/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
@@ -60,6 +62,17 @@ inline dnnl::matmul::primitive_desc dnnl_matmul_desc(const dnnl::engine& engine,
 #endif
 }
 
+/// Whether a strided batch is multiplied on dense copies of its operands. oneDNN's brgemm, its
+/// only AMX kernel, takes batched operands only in dense or exactly permuted layouts, so heads
+/// read in place from (B, T, 3C) rows run on gemm:jit, which has no AMX code: on an AMX Xeon
+/// 7-15x slower than the AMX kernel on the same heads packed. `automatic` packs exactly where
+/// the dense form gets an AMX kernel and the in-place form does not; elsewhere (AVX512-BF16 and
+/// AVX2 hosts) gemm:jit in place is as fast as brgemm on copies, and the copies would only cost.
+/// The rule reads oneDNN's implementation names, not a timing, so every process on a machine
+/// takes the same path and a resumed run repeats an uninterrupted one bit for bit. `always` and
+/// `never` are for tests and benchmarks.
+enum class dnnl_packing { automatic, always, never };
+
 /// One oneDNN engine and stream per process, and primitives cached by shape: creating a matmul
 /// primitive costs far more than a small GEMM.
 class dnnl_context {
@@ -84,12 +97,35 @@ class dnnl_context {
       dnnl::memory a(e.a, engine_, const_cast<TA*>(p.a_of(b)));
       dnnl::memory bm(e.b, engine_, const_cast<TB*>(p.b_of(b)));
       dnnl::memory c(e.c, engine_, p.c_of(b));
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, c}};
+      if (e.pack) {
+        e.pack->a.in(stream_, a);
+        e.pack->b.in(stream_, bm);
+        if (p.beta != 0.0f) e.pack->c.in(stream_, c);
+      }
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, e.pack ? e.pack->a.operand(a) : a},
+                                                 {DNNL_ARG_WEIGHTS, e.pack ? e.pack->b.operand(bm) : bm},
+                                                 {DNNL_ARG_DST, e.pack ? e.pack->c.operand(c) : c}};
       if (p.bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, const_cast<float*>(p.bias)));
       if (p.alpha != 1.0f) dnnl_alpha_argument(args, engine_, &alpha);
       e.primitive->execute(stream_, args);
+      if (e.pack) e.pack->c.out(stream_, c);
     }
     stream_.wait();
+  }
+
+  /// Sets the packing rule (tests and benchmarks); primitives made under another are dropped.
+  void set_packing(dnnl_packing packing) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (packing != packing_) cache_.clear();
+    packing_ = packing;
+  }
+
+  /// oneDNN's name for the kernel that runs this problem, "packed" where it runs on dense copies.
+  template <class TA, class TB, class TC>
+  std::string implementation(const gemm_problem<TA, TB, TC>& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const entry& e = find(p);
+    return e.implementation + (e.pack ? " packed" : "") + (e.per_batch ? " per batch" : "");
   }
 
   /// Whether oneDNN has an optimized (not reference) matmul for this problem on this CPU.
@@ -110,17 +146,45 @@ class dnnl_context {
     const std::string cpu = "this CPU (oneDNN's ISA: " + isa_name() + ")";
     const std::string types =
         std::string(name(dtype_of<TA>())) + " x " + name(dtype_of<TB>()) + " -> " + name(dtype_of<TC>());
+    if (e.pack)
+      return library + " matmul " + e.implementation + " on " + cpu +
+             ", on dense copies of the operands (in place: " + e.pack->in_place + ")";
     if (e.primitive) return library + " matmul " + e.implementation + " on " + cpu;
     if (e.implementation.empty()) return library + " has no " + types + " matmul on " + cpu;
     return library + " has only its reference " + types + " matmul (" + e.implementation + ") on " + cpu;
   }
 
  private:
+  /// One operand's dense copy where its strides are not dense: reorders into and out of a
+  /// buffer oneDNN owns (a reorder copies; it never rounds).
+  struct dense_copy {
+    std::optional<dnnl::memory> copy;
+    std::optional<dnnl::reorder> to_copy, from_copy;
+    dense_copy(const dnnl::engine& engine, const dnnl::memory::desc& strided, const dnnl::memory::desc& dense,
+               bool written) {
+      if (strided == dense) return;
+      copy.emplace(dense, engine);
+      to_copy.emplace(dnnl::reorder::primitive_desc(engine, strided, engine, dense));
+      if (written) from_copy.emplace(dnnl::reorder::primitive_desc(engine, dense, engine, strided));
+    }
+    void in(dnnl::stream& stream, dnnl::memory& user) {
+      if (to_copy) to_copy->execute(stream, user, *copy);
+    }
+    void out(dnnl::stream& stream, dnnl::memory& user) {
+      if (from_copy) from_copy->execute(stream, *copy, user);
+    }
+    dnnl::memory operand(const dnnl::memory& user) const { return copy ? *copy : user; }
+  };
+  struct packing {
+    dense_copy a, b, c;
+    std::string in_place;  ///< oneDNN's kernel for the operands in place
+  };
   struct entry {
     dnnl::memory::desc a, b, c, bias;
     std::optional<dnnl::matmul> primitive;  ///< none: oneDNN does not serve the problem
     bool per_batch;                         ///< the descriptors are one batch's; the call loops over batches
     std::string implementation;             ///< oneDNN's name for it; empty where it has none at all
+    std::optional<packing> pack;            ///< the primitive multiplies dense copies (dnnl_packing)
   };
   dnnl_context() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
@@ -155,10 +219,18 @@ class dnnl_context {
 
   static bool is_reference(const std::string& implementation) { return implementation.rfind("ref", 0) == 0; }
 
+  static bool on_amx(const std::string& implementation) { return implementation.find("amx") != std::string::npos; }
+
   template <class TA, class TB, class TC>
   entry make(const gemm_problem<TA, TB, TC>& p) {
     if (p.batch > 1) {
       entry batched = make(p, p.batch);
+      if (packing_ != dnnl_packing::never) {
+        entry packed = make_packed(p, batched);
+        if (packed.primitive &&
+            (packing_ == dnnl_packing::always || (on_amx(packed.implementation) && !on_amx(batched.implementation))))
+          return packed;
+      }
       if (batched.primitive) return batched;
     }
     entry single = make(p, 1);
@@ -218,22 +290,59 @@ class dnnl_context {
       return dnnl::memory::desc({1, 1, 1, p.n}, dt::f32, dims{p.n, p.n, p.n, 1});
     };
     const dnnl::memory::desc bias = bias_desc();
+    const dnnl::primitive_attr attr = attributes(p.alpha, p.beta);
+    entry e{a, b, c, bias, std::nullopt, false, {}, std::nullopt};
+    build(e, p.bias != nullptr, attr);
+    return e;
+  }
+
+  /// alpha as oneDNN takes it; beta as its sum post-op.
+  static dnnl::primitive_attr attributes(float alpha, float beta) {
     dnnl::primitive_attr attr;
-    if (p.alpha != 1.0f) dnnl_set_alpha(attr, p.alpha);
-    if (p.beta != 0.0f) {
+    if (alpha != 1.0f) dnnl_set_alpha(attr, alpha);
+    if (beta != 0.0f) {
       dnnl::post_ops ops;
-      ops.append_sum(p.beta);
+      ops.append_sum(beta);
       attr.set_post_ops(ops);
     }
-    entry e{a, b, c, bias, std::nullopt, false, {}};
+    return attr;
+  }
+
+  /// The matmul of e's descriptors and attributes, where oneDNN has an optimized one.
+  void build(entry& e, bool with_bias, const dnnl::primitive_attr& attr) {
     try {
       const dnnl::matmul::primitive_desc pd =
-          dnnl_matmul_desc(engine_, a, b, p.bias != nullptr ? &bias : nullptr, c, attr);
+          dnnl_matmul_desc(engine_, e.a, e.b, with_bias ? &e.bias : nullptr, e.c, attr);
       e.implementation = pd.impl_info_str();
       if (!is_reference(e.implementation)) e.primitive = dnnl::matmul(pd);
     } catch (const dnnl::error&) {
       // No implementation for these types on this CPU: the problem takes the next path.
     }
+  }
+
+  /// `in_place` (a whole-batch entry) on dense row-major copies of the operands whose strides
+  /// are not dense; the descriptors stay the caller's, the primitive is the copies'.
+  template <class TA, class TB, class TC>
+  entry make_packed(const gemm_problem<TA, TB, TC>& p, const entry& in_place) {
+    const auto dense = [](const dnnl::memory::desc& d) {
+      const dnnl::memory::dims dims = d.dims();
+      dnnl::memory::dims strides(dims.size(), 1);
+      for (std::size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+      return dnnl::memory::desc(dims, d.data_type(), strides);
+    };
+    entry e{in_place.a, in_place.b, in_place.c, in_place.bias, std::nullopt, false, {}, std::nullopt};
+    entry copies{dense(e.a), dense(e.b), dense(e.c), e.bias, std::nullopt, false, {}, std::nullopt};
+    const dnnl::primitive_attr attr = attributes(p.alpha, p.beta);
+    build(copies, p.bias != nullptr, attr);
+    if (!copies.primitive) return e;
+    try {
+      e.pack.emplace(packing{dense_copy(engine_, e.a, copies.a, false), dense_copy(engine_, e.b, copies.b, false),
+                             dense_copy(engine_, e.c, copies.c, true), in_place.implementation});
+    } catch (const dnnl::error&) {
+      return e;  // no reorder between the layouts: the problem stays in place
+    }
+    e.primitive = std::move(copies.primitive);
+    e.implementation = copies.implementation;
     return e;
   }
 
@@ -241,6 +350,7 @@ class dnnl_context {
   dnnl::stream stream_;
   std::mutex mutex_;
   std::map<key, entry> cache_;
+  dnnl_packing packing_ = dnnl_packing::automatic;
 };
 
 template <class TA, class TB, class TC>
@@ -263,6 +373,7 @@ struct gemm_tpl_dnnl {
     if (!std::is_same_v<TC, float> && p.beta != 0.0f) return "a 16-bit C with beta != 0 is summed in fp32 first";
     return dnnl_context::instance().explain(p);
   }
+  static std::string implementation(const problem& p) { return dnnl_context::instance().implementation(p); }
   static void run(const Kokkos::DefaultHostExecutionSpace& space, const problem& p) {
     space.fence();  // oneDNN runs on its own threads, after Kokkos work that produced A and B
     dnnl_context::instance().matmul(p);

@@ -22,7 +22,9 @@ using gemm_vendor_order = gemm_path_list<cublas_path, dnnl_path, kokkosblas_path
 ///   - `accepts(problem)`: whether the library serves this problem on this machine, by its own
 ///     answer where it has one (cached per shape: called on every GEMM, it must be cheap),
 ///   - `explain(problem)`: why it does or does not (for the startup report; may be slow),
-///   - `run(space, problem)`: never throws for a problem it accepted, short of a device error.
+///   - `run(space, problem)`: never throws for a problem it accepted, short of a device error,
+///   - optionally `implementation(problem)`: the library's own name for the kernel it runs (the
+///     profile's per-call table; the path's name where absent).
 template <class Path, class ExecutionSpace, class TA, class TB, class TC>
 struct gemm_tpl {
   static constexpr bool available = false;
