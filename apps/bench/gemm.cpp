@@ -1,6 +1,8 @@
 // GEMM throughput against OpenBLAS sgemm and oneDNN (bf16 -> fp32) called directly.
 #include "gemm.hpp"
 
+#include "roofline.hpp"
+
 #include <kamp/kamp.hpp>
 #include <kamp/kernels/tpls/gemm_dnnl.hpp>  // dnnl_matmul_desc
 
@@ -9,6 +11,7 @@
 #endif
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,6 +71,95 @@ class dnnl_matmul {
   dnnl::memory a_, b_, c_;
 };
 #endif
+
+/// The reference GPT's attention heads: (B, H) matrices of (T, D) inside (B, T, 3C) QKV rows.
+struct attention_shape {
+  int batch = 16, heads = 4, context = 128, head_size = 64;
+  int width() const { return heads * head_size; }
+};
+
+/// Part `part` (q, k, v) of QKV rows as (B, H, T, D) heads, in place.
+template <class T>
+Kokkos::View<const T****, Kokkos::LayoutStride, memory> heads_in_rows(const Kokkos::View<T*, memory>& rows,
+                                                                      const attention_shape& a, int part) {
+  const std::size_t row = 3 * std::size_t(a.width());
+  return Kokkos::View<const T****, Kokkos::LayoutStride, memory>(
+      rows.data() + part * a.width(),
+      Kokkos::LayoutStride(a.batch, a.context * row, a.heads, a.head_size, a.context, row, a.head_size, 1));
+}
+
+/// Attention's two forward GEMMs, heads in place, against the same GEMMs on contiguous heads
+/// (the vendor's dense rate at that shape), in alternation: where the in-place strides push a
+/// GEMM off the vendor's fast kernel, the ratio shows it. On oneDNN also both packing choices
+/// forced, with the name of the kernel each runs.
+void attention_gemms(report& out, int repeat) {
+  const exec space;
+  const attention_shape a;
+  const auto rows = random_matrix<bf16>("qkv", 1, a.batch * a.context * 3 * a.width());
+  const Kokkos::View<bf16*, memory> qkv(rows.data(), rows.size());
+  const auto dense = random_matrix<bf16>("heads", 1, a.batch * a.heads * a.context * a.head_size);
+  using heads = Kokkos::View<const bf16****, Kokkos::LayoutRight, memory>;
+  const heads dense_heads(dense.data(), a.batch, a.heads, a.context, a.head_size);
+  const Kokkos::View<float****, Kokkos::LayoutRight, memory> scores("scores", a.batch, a.heads, a.context, a.context);
+  const auto probs = random_matrix<bf16>("probs", 1, scores.size());
+  const heads dense_probs(probs.data(), a.batch, a.heads, a.context, a.context);
+  const Kokkos::View<bf16*, memory> merged("merged", std::size_t(a.batch) * a.context * a.width());
+  const Kokkos::View<bf16****, Kokkos::LayoutStride, memory> out_heads(
+      merged.data(), Kokkos::LayoutStride(a.batch, std::size_t(a.context) * a.width(), a.heads, a.head_size, a.context,
+                                          a.width(), a.head_size, 1));
+  const Kokkos::View<bf16****, Kokkos::LayoutRight, memory> dense_out("dense_out", a.batch, a.heads, a.context,
+                                                                      a.head_size);
+  const double flop = 2.0 * a.batch * a.heads * a.context * a.context * a.head_size;
+  struct gemm_case {
+    const char* name;
+    std::function<void()> in_place, dense;
+  };
+  const gemm_case cases[] = {
+      {"QK^T",
+       [&] {
+         gemm_strided_batched(space, op::none, op::transpose, 0.125f, heads_in_rows(qkv, a, 0),
+                              heads_in_rows(qkv, a, 1), 0.0f, scores);
+       },
+       [&] { gemm_strided_batched(space, op::none, op::transpose, 0.125f, dense_heads, dense_heads, 0.0f, scores); }},
+      {"P.V",
+       [&] {
+         gemm_strided_batched(space, op::none, op::none, 1.0f, dense_probs, heads_in_rows(qkv, a, 2), 0.0f, out_heads);
+       },
+       [&] { gemm_strided_batched(space, op::none, op::none, 1.0f, dense_probs, dense_heads, 0.0f, dense_out); }}};
+  std::printf("\n  attention GEMMs, %d x %d heads of %d x %d (GFLOP/s; ratio to the same GEMM on contiguous heads)\n",
+              a.batch, a.heads, a.context, a.head_size);
+  const auto measure = [&](const gemm_case& c, const std::string& how) {
+    step_traffic record;
+    {
+      const traffic_scope listening(record);
+      c.in_place();
+    }
+    const gemm_record& g = record.gemms().at(0);
+    const paired_timing t = time_against(repeat, c.in_place, c.dense);
+    std::printf("  %-6s %-26s %8.1f GFLOP/s  %5.2f x dense  %s: %s\n", c.name, how.c_str(), flop / t.seconds / 1e9,
+                t.speed_ratio, g.path.c_str(), g.implementation.c_str());
+    out.doc()["results"].push_back({{"name", std::string("attention ") + c.name + " " + how},
+                                    {"kind", "attention_gemm"},
+                                    {"path", g.path},
+                                    {"implementation", g.implementation},
+                                    {"gflop_per_s", flop / t.seconds / 1e9},
+                                    {"ratio_to_dense", t.speed_ratio}});
+  };
+  for (const gemm_case& c : cases) {
+    measure(c, "heads in place");
+#ifdef KAMP_ENABLE_DNNL
+    if constexpr (std::is_same_v<memory, Kokkos::HostSpace>) {
+      auto& dnnl = detail::dnnl_context::instance();
+      for (const auto& [packing, how] : {std::pair{detail::dnnl_packing::never, "oneDNN in place forced"},
+                                         std::pair{detail::dnnl_packing::always, "oneDNN packed forced"}}) {
+        dnnl.set_packing(packing);
+        measure(c, how);
+      }
+      dnnl.set_packing(detail::dnnl_packing::automatic);
+    }
+#endif
+  }
+}
 
 }  // namespace
 
@@ -165,6 +257,7 @@ void gemm_kernels(report& out, int repeat, bool large) {
     }
 #endif
   }
+  attention_gemms(out, repeat);
 }
 
 }  // namespace kamp::bench
