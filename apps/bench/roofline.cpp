@@ -2,7 +2,9 @@
 
 #include "report.hpp"
 
+#include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/gemm.hpp>
+#include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/numeric/convert.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -123,7 +125,7 @@ std::string region_of(const gemm_record& r) {
   return "kamp::gemm[" + r.path + "," + name(r.a) + "," + name(r.b) + "," + name(r.c) + "]";
 }
 
-roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, int repeat) {
+roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, const core_rates& rates, int repeat) {
   roofline out;
   using problem_key = std::tuple<int, int, int, int, bool, bool, float, float, bool, dtype, dtype, dtype, std::string,
                                  std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
@@ -166,11 +168,77 @@ roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, int r
     out.gemm_ms += it->second.dense_ms;
   }
   for (const auto& [label, bytes] : traffic.bytes()) {
-    const double ms = 1e3 * bytes / (triad_gb_per_s * 1e9);
+    const double memory_ms = 1e3 * bytes / (triad_gb_per_s * 1e9);
+    const auto work = traffic.work().find(label);
+    const double compute_ms = work != traffic.work().end() ? 1e3 * rates.seconds(work->second) : 0.0;
+    const double ms = std::max(memory_ms, compute_ms);
+    out.memory_ms[label] = memory_ms;
+    out.compute_ms[label] = compute_ms;
     out.bound_ms[label] += ms;
     out.kernel_ms += ms;
   }
   return out;
+}
+
+namespace {
+
+/// x = op(x) on every element of a buffer that stays in cache, many passes: `op` is applied
+/// elements x passes times.
+template <class Op>
+double applications_per_second(Op op) {
+  constexpr int chunk = 1024, passes = 512;
+  const int items = 4 * space().concurrency();
+  const Kokkos::View<float*, memory> x("kamp::bench::core_rates", std::size_t(items) * chunk);
+  Kokkos::deep_copy(x, 0.5f);
+  const auto run = [&] {
+    Kokkos::parallel_for(
+        "kamp::bench::core_rates", Kokkos::RangePolicy<space>(0, items), KOKKOS_LAMBDA(int k) {
+          float* KAMP_RESTRICT v = x.data() + std::size_t(k) * chunk;
+          for (int p = 0; p < passes; ++p) {
+            KAMP_SIMD()
+            for (int i = 0; i < chunk; ++i) v[i] = op(v[i]);
+          }
+        });
+  };
+  return double(items) * chunk * passes / median_seconds(5, run);
+}
+
+// One application each: 8 fused multiply-adds; exp_of, a division, sqrt_of or log_of, each
+// with one simple operation that keeps the values in range (subtracted below).
+struct eight_fmas {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const {
+    for (int i = 0; i < 8; ++i) v = v * 0.999f + 0.0005f;
+    return v;
+  }
+};
+struct exp_op {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return detail::exp_of(-v); }
+};
+struct divide_op {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return 1.0f / (v + 1.0f); }
+};
+struct sqrt_op {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return detail::sqrt_of(v + 0.5f); }
+};
+struct log_op {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return detail::log_of(v + 2.0f); }
+};
+
+}  // namespace
+
+core_rates core_rates::measure() {
+  core_rates r;
+  r.simple = 8 * applications_per_second(eight_fmas());
+  const auto without_one_simple = [&](double per_second) { return 1 / (1 / per_second - 1 / r.simple); };
+  r.exp = without_one_simple(applications_per_second(exp_op()));
+  r.divide = without_one_simple(applications_per_second(divide_op()));
+  r.sqrt = without_one_simple(applications_per_second(sqrt_op()));
+  r.log = without_one_simple(applications_per_second(log_op()));
+  return r;
+}
+
+double core_rates::seconds(const kernel_arithmetic& w) const {
+  return w.simple / simple + w.exp / exp + w.divide / divide + w.sqrt / sqrt + w.log / log;
 }
 
 }  // namespace kamp::bench

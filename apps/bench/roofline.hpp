@@ -13,13 +13,18 @@ namespace kamp::bench {
 /// every GEMM problem with its path.
 class step_traffic : public traffic_listener {
  public:
-  void kernel(const char* label, double bytes) override { bytes_[label] += bytes; }
+  void kernel(const char* label, double bytes, const kernel_arithmetic& work) override {
+    bytes_[label] += bytes;
+    work_[label] += work;
+  }
   void gemm(const gemm_record& record) override { gemms_.push_back(record); }
   const std::map<std::string, double>& bytes() const { return bytes_; }
+  const std::map<std::string, kernel_arithmetic>& work() const { return work_; }
   const std::vector<gemm_record>& gemms() const { return gemms_; }
 
  private:
   std::map<std::string, double> bytes_;
+  std::map<std::string, kernel_arithmetic> work_;
   std::vector<gemm_record> gemms_;
 };
 
@@ -36,19 +41,31 @@ struct gemm_bound {
   double dense_ms = 0, own_ms = 0;
 };
 
+/// Element operations per second on all cores, one rate per kind of kernel_arithmetic, measured
+/// with kamp's own functions (exp_of, ...) on data in cache: the arithmetic side of a kernel's
+/// bound.
+struct core_rates {
+  double simple = 0, exp = 0, divide = 0, sqrt = 0, log = 0;
+  static core_rates measure();
+  /// The seconds `work` takes at these rates.
+  double seconds(const kernel_arithmetic& work) const;
+};
+
 /// The time the work cannot beat on this machine: each GEMM at the rate its vendor library
 /// reaches for that shape and types when called alone (timed here, median of `repeat`; for a
 /// widened GEMM the fp32-C vendor problem it hands over, without the widening passes; the
-/// portable kernel's own rate where no vendor serves it), plus each kernel's bytes at the
-/// STREAM triad's rate. Per label: GEMM regions `kamp::gemm[...]` and kernel labels.
+/// portable kernel's own rate where no vendor serves it), plus each kernel at the larger of its
+/// bytes at the STREAM triad's rate and its arithmetic at the cores' rates. Per label: GEMM
+/// regions `kamp::gemm[...]` and kernel labels.
 struct roofline {
   double gemm_ms = 0, kernel_ms = 0;
-  std::map<std::string, double> bound_ms;  ///< per label
-  std::vector<std::string> unmeasured;     ///< GEMM type combinations without a timing here
-  std::vector<gemm_bound> calls;           ///< per GEMM record of the traffic, in its order
+  std::map<std::string, double> bound_ms;               ///< per label
+  std::vector<std::string> unmeasured;                  ///< GEMM type combinations without a timing here
+  std::vector<gemm_bound> calls;                        ///< per GEMM record of the traffic, in its order
+  std::map<std::string, double> memory_ms, compute_ms;  ///< per kernel label, the two sides of its bound
   double total_ms() const { return gemm_ms + kernel_ms; }
 };
-roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, int repeat);
+roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, const core_rates& rates, int repeat);
 
 }  // namespace kamp::bench
 

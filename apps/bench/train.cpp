@@ -135,11 +135,14 @@ std::map<std::string, double> profile_steps(report& out, trainer& t, precision_m
     entry["ms_per_step"][rows[i].second] = rows[i].first;
     const auto bound = limit.bound_ms.find(rows[i].second);
     if (print && i < 16) {
-      if (bound != limit.bound_ms.end())
-        std::printf("      %7.2f ms  %5.1f%%  bound %6.2f ms (%4.2f)  %s\n", rows[i].first,
+      if (bound != limit.bound_ms.end()) {
+        const auto compute = limit.compute_ms.find(rows[i].second);
+        const bool by_compute =
+            compute != limit.compute_ms.end() && compute->second > limit.memory_ms.at(rows[i].second);
+        std::printf("      %7.2f ms  %5.1f%%  bound %6.2f ms (%4.2f)%s  %s\n", rows[i].first,
                     100 * rows[i].first / step_ms, bound->second, bound->second / rows[i].first,
-                    rows[i].second.c_str());
-      else
+                    by_compute ? " compute" : "", rows[i].second.c_str());
+      } else
         std::printf("      %7.2f ms  %5.1f%%  no bound reported   %s\n", rows[i].first, 100 * rows[i].first / step_ms,
                     rows[i].second.c_str());
     }
@@ -154,8 +157,8 @@ void report_roofline(report& out, precision_mode mode, const roofline& limit, co
   const std::string m = name(mode);
   const double fraction = limit.total_ms() / step_ms;
   std::printf(
-      "  %-44s %6.1f ms (GEMMs %.1f at their vendor rates + kernels %.1f at %.1f GB/s); step %.1f ms: %.2f "
-      "of the limit\n",
+      "  %-44s %6.1f ms (GEMMs %.1f at their vendor rates + kernels %.1f at %.1f GB/s or the cores' rates); step "
+      "%.1f ms: %.2f of the limit\n",
       ("roofline " + m).c_str(), limit.total_ms(), limit.gemm_ms, limit.kernel_ms, triad_gb_per_s, step_ms, fraction);
   for (const auto& missing : limit.unmeasured) std::printf("    (no bound measured for %s)\n", missing.c_str());
   nlohmann::json& r = out.doc()["roofline"][m];
@@ -177,7 +180,13 @@ void report_roofline(report& out, precision_mode mode, const roofline& limit, co
     nlohmann::json& k = r["kernels"][label];
     k["bound_ms"] = bound;
     const auto bytes = traffic.bytes().find(label);
-    if (bytes != traffic.bytes().end()) k["bytes"] = bytes->second;
+    if (bytes != traffic.bytes().end()) {
+      k["bytes"] = bytes->second;
+      const double memory = limit.memory_ms.at(label), compute = limit.compute_ms.at(label);
+      k["memory_bound_ms"] = memory;
+      k["compute_bound_ms"] = compute;
+      k["bound_by"] = compute > memory ? "compute" : "memory";
+    }
     const auto t = ms.find(label);
     if (t != ms.end()) {
       k["ms"] = t->second;
@@ -205,6 +214,12 @@ void training_steps(report& out, int steps, bool profile) {
     triad_gb_per_s = triad.bytes() / median_seconds(10, triad) / 1e9;
   }
   out.value("train_stream_triad_gb_per_s", triad_gb_per_s);
+  // The cores' rates, the arithmetic side of each kernel's bound (element operations per second).
+  const core_rates cores = core_rates::measure();
+  out.doc()["core_rates_per_s"] = {
+      {"simple", cores.simple}, {"exp", cores.exp}, {"divide", cores.divide}, {"sqrt", cores.sqrt}, {"log", cores.log}};
+  std::printf("  cores: %.1f G simple operations/s, %.1f G exp/s, %.1f G divisions/s, %.1f G sqrt/s, %.2f G log/s\n",
+              cores.simple * 1e-9, cores.exp * 1e-9, cores.divide * 1e-9, cores.sqrt * 1e-9, cores.log * 1e-9);
   for (const auto mode : precision_modes()) {
     precision_policy policy;
     policy.mode = mode;
@@ -237,7 +252,7 @@ void training_steps(report& out, int steps, bool profile) {
     const double median = rates[rates.size() / 2];
     out.value(std::string("train_tokens_per_s_") + name(mode), median);
     std::printf("  %-44s %8.0f tokens/s\n", (std::string("train step ") + name(mode)).c_str(), median);
-    const roofline limit = step_roofline(traffic, triad_gb_per_s, 5);
+    const roofline limit = step_roofline(traffic, triad_gb_per_s, cores, 5);
     const auto ms = profile_steps(out, t, mode, steps, limit, traffic, profile);
     report_roofline(out, mode, limit, traffic, 1e3 * seconds[seconds.size() / 2], ms, triad_gb_per_s);
   }

@@ -490,7 +490,7 @@ struct dnnl_packing_scope {
 /// What a call reported of its GEMMs.
 struct gemm_log : kamp::traffic_listener {
   std::vector<kamp::gemm_record> gemms;
-  void kernel(const char*, double) override {}
+  void kernel(const char*, double, const kamp::kernel_arithmetic&) override {}
   void gemm(const kamp::gemm_record& r) override { gemms.push_back(r); }
 };
 

@@ -206,7 +206,9 @@ const shape shapes[] = {{1, 1}, {3, 1}, {5, 7}, {4, 16}, {7, 33}, {6, 100}, {3, 
 
 struct traffic_log : kamp::traffic_listener {
   std::vector<std::pair<std::string, double>> kernels;
-  void kernel(const char* label, double bytes) override { kernels.emplace_back(label, bytes); }
+  void kernel(const char* label, double bytes, const kamp::kernel_arithmetic&) override {
+    kernels.emplace_back(label, bytes);
+  }
   void gemm(const kamp::gemm_record&) override {}
 };
 

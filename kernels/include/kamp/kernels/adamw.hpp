@@ -29,6 +29,9 @@ struct adamw_rule {
   static constexpr int moments = 2;
   static constexpr const char* prepare_label = "kamp::adamw::prepare";
   static constexpr const char* update_label = "kamp::adamw::update";
+  /// apply's arithmetic per element: the moments (5), the denominator (1, a square root), the
+  /// decayed step (3, a division), and the unscaling factor (1).
+  static constexpr kernel_arithmetic arithmetic{10, 0, 1, 1};
 
   struct scalars {
     float decay;           ///< 1 - lr * weight_decay

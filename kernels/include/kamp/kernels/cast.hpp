@@ -72,7 +72,9 @@ struct not_counted {};
 template <rounding Mode, class ExecutionSpace, class Out, class In, class Count>
 void cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options,
                  Count& overflowed) {
-  report_traffic("kamp::cast", elements_bytes<Out, In>(n));
+  // Per element: the load, the rounding and the overflow test (mask, compare, count).
+  report_traffic("kamp::cast", elements_bytes<Out, In>(n),
+                 double(n) * kernel_arithmetic{widen_ops<In>() + round_ops<Out>() + 3});
   const cast_items<Mode, ExecutionSpace, Out, In> items{out, in, n, options.seed, options.stream_offset};
   const auto policy = work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n));
   if constexpr (std::is_same_v<Count, not_counted>) {

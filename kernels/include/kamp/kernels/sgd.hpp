@@ -26,6 +26,8 @@ struct sgd_rule {
   static constexpr int moments = 1;
   static constexpr const char* prepare_label = "kamp::sgd::prepare";
   static constexpr const char* update_label = "kamp::sgd::update";
+  /// apply's arithmetic per element: decay, momentum, Nesterov, the step, the unscaling factor.
+  static constexpr kernel_arithmetic arithmetic{8};
 
   struct scalars {
     float lr, momentum, dampening, weight_decay;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace kamp {
@@ -30,11 +31,30 @@ struct gemm_record {
   std::string implementation;  ///< the library's own name for the kernel that ran (oneDNN's, cuBLAS' call)
 };
 
+/// The arithmetic a launch asks of the cores, counted in element operations (a 16-lane FMA is
+/// 16) by the kinds whose rates kamp-bench measures on this machine: `simple` single
+/// instructions (add, multiply, FMA, compare, select, the integer steps of a 16-bit conversion),
+/// `exp` (kamp's exp_of), `divide`, `sqrt` and `log`. Counted from each kernel's source, as its
+/// bytes are; kernels whose arithmetic is a few simple operations per element leave it empty.
+struct kernel_arithmetic {
+  double simple = 0, exp = 0, divide = 0, sqrt = 0, log = 0;
+  constexpr kernel_arithmetic& operator+=(const kernel_arithmetic& o) {
+    simple += o.simple, exp += o.exp, divide += o.divide, sqrt += o.sqrt, log += o.log;
+    return *this;
+  }
+  friend constexpr kernel_arithmetic operator+(kernel_arithmetic a, const kernel_arithmetic& b) { return a += b; }
+  /// `count` times the arithmetic of one element (or one row).
+  friend constexpr kernel_arithmetic operator*(double count, kernel_arithmetic a) {
+    a.simple *= count, a.exp *= count, a.divide *= count, a.sqrt *= count, a.log *= count;
+    return a;
+  }
+};
+
 /// Receives the reports while installed (`traffic_scope`).
 class traffic_listener {
  public:
   virtual ~traffic_listener() = default;
-  virtual void kernel(const char* label, double bytes) = 0;
+  virtual void kernel(const char* label, double bytes, const kernel_arithmetic& work) = 0;
   virtual void gemm(const gemm_record& record) = 0;
 };
 
@@ -45,9 +65,20 @@ inline traffic_listener*& traffic_slot() {
   return listener;
 }
 
-/// `bytes`: what the launch reads plus what it writes, each element once.
-inline void report_traffic(const char* label, double bytes) {
-  if (traffic_listener* l = traffic_slot()) l->kernel(label, bytes);
+/// `bytes`: what the launch reads plus what it writes, each element once; `work`: its arithmetic.
+inline void report_traffic(const char* label, double bytes, const kernel_arithmetic& work = {}) {
+  if (traffic_listener* l = traffic_slot()) l->kernel(label, bytes, work);
+}
+
+/// Simple operations to widen a T to fp32 (a shift for bf16) and to round fp32 to T (add the
+/// rounding bias, shift, and the NaN and overflow selects; fp16 and FP8 also place subnormals).
+template <class T>
+constexpr double widen_ops() {
+  return std::is_same_v<T, float> || std::is_same_v<T, double> ? 0 : dtype_of<T>() == dtype::bf16 ? 1 : 6;
+}
+template <class T>
+constexpr double round_ops() {
+  return std::is_same_v<T, float> || std::is_same_v<T, double> ? 0 : dtype_of<T>() == dtype::bf16 ? 5 : 12;
 }
 
 /// Bytes of `n` elements of each of the types Ts, summed: the traffic of an element-wise pass.

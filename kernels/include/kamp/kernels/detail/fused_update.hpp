@@ -63,11 +63,13 @@ void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Gra
                   const ScalarsView& scalars, std::size_t n, const rounding_options& rounding) {
   // Gradients read; master, moments and compensation read and written; the model copy
   // written, and read too where it is the weight itself (no master).
-  report_traffic(Rule::update_label, elements_bytes<Grad, Model>(n) +
-                                         (a.master ? elements_bytes<float, float>(n) : elements_bytes<Model>(n)) +
-                                         (a.moment1 ? elements_bytes<Moment, Moment>(n) : 0.0) +
-                                         (a.moment2 ? elements_bytes<Moment, Moment>(n) : 0.0) +
-                                         (a.compensation ? elements_bytes<Model, Model>(n) : 0.0));
+  report_traffic(Rule::update_label,
+                 elements_bytes<Grad, Model>(n) +
+                     (a.master ? elements_bytes<float, float>(n) : elements_bytes<Model>(n)) +
+                     (a.moment1 ? elements_bytes<Moment, Moment>(n) : 0.0) +
+                     (a.moment2 ? elements_bytes<Moment, Moment>(n) : 0.0) +
+                     (a.compensation ? elements_bytes<Model, Model>(n) : 0.0),
+                 double(n) * Rule::arithmetic + double(n) * kernel_arithmetic{widen_ops<Grad>() + round_ops<Model>()});
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   const std::uint64_t base_seed = rounding.seed, stream_offset = rounding.stream_offset;
   Kokkos::parallel_for(

@@ -11,7 +11,12 @@ namespace detail {
 
 template <class ExecutionSpace, class S, class P>
 void causal_softmax_forward_kernel(const ExecutionSpace& space, S* ss, P* ps, std::int64_t rows, std::int64_t t) {
-  report_traffic("kamp::causal_softmax_forward", elements_bytes<S, P>(rows * t));
+  // Per visible element (half the row, on average): max, subtract, exp, sum; per element: scale,
+  // select, store; per row: one division.
+  const double visible = double(rows) * double(t + 1) / 2;
+  report_traffic("kamp::causal_softmax_forward", elements_bytes<S, P>(rows * t),
+                 visible * kernel_arithmetic{3, 1} + double(rows * t) * kernel_arithmetic{2 + round_ops<P>()} +
+                     double(rows) * kernel_arithmetic{0, 0, 1});
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::causal_softmax_forward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
@@ -35,7 +40,10 @@ void causal_softmax_forward_kernel(const ExecutionSpace& space, S* ss, P* ps, st
 template <class ExecutionSpace, class S, class D>
 void causal_softmax_backward_kernel(const ExecutionSpace& space, const S* ps, const S* dps, D* ds, std::int64_t rows,
                                     std::int64_t t) {
-  report_traffic("kamp::causal_softmax_backward", elements_bytes<S, S, D>(rows * t));
+  // Per visible element: the dot product's multiply-add; per element: subtract, multiply, select, store.
+  report_traffic("kamp::causal_softmax_backward", elements_bytes<S, S, D>(rows * t),
+                 double(rows) * double(t + 1) / 2 * kernel_arithmetic{2} +
+                     double(rows * t) * kernel_arithmetic{3 + round_ops<D>()});
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::causal_softmax_backward", space, rows, KOKKOS_LAMBDA(const member& m, std::int64_t r) {

@@ -18,8 +18,15 @@ void cross_entropy_kernel(const ExecutionSpace& space, const X* ls, std::int64_t
                           std::int64_t dld, std::int64_t n, std::int64_t v, Acc factor,
                           const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler) {
   const bool backward = ds != nullptr;
-  report_traffic("kamp::cross_entropy", elements_bytes<X>(n * v) + elements_bytes<int, Acc>(n) +
-                                            (backward ? elements_bytes<D>(n * dld) : 0.0));
+  // Per logit: max and the sum's subtract, exp and add; the gradient again subtract and exp,
+  // then multiply, the target's select and the scale. Per row: a log, and a division backward.
+  const double logits = double(n) * double(v);
+  report_traffic(
+      "kamp::cross_entropy",
+      elements_bytes<X>(n * v) + elements_bytes<int, Acc>(n) + (backward ? elements_bytes<D>(n * dld) : 0.0),
+      logits * kernel_arithmetic{3 + widen_ops<X>(), 1} +
+          (backward ? logits * kernel_arithmetic{4 + widen_ops<X>() + round_ops<D>(), 1} : kernel_arithmetic{}) +
+          double(n) * kernel_arithmetic{0, 0, backward ? 1.0 : 0.0, 0, 1});
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::cross_entropy", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {

@@ -34,9 +34,21 @@ KOKKOS_INLINE_FUNCTION Acc gelu_of(Acc v) {
   return v - v / (Acc(1) + exp_of(two_u));
 }
 
+/// Per element: gelu_of (two_u: 3, the sum and difference: 2, exp, one division), the loads and the store.
+template <class X, class Y>
+constexpr kernel_arithmetic gelu_forward_arithmetic() {
+  return {5 + widen_ops<X>() + round_ops<Y>(), 1, 1};
+}
+/// Per element: gelu_grad_of (u: 4, tanh_of: 3 with its exp and division, dt: 6, the result: 4),
+/// the product with dy, the loads and the store.
+template <class DY, class X, class DX>
+constexpr kernel_arithmetic gelu_backward_arithmetic() {
+  return {18 + widen_ops<DY>() + widen_ops<X>() + round_ops<DX>(), 1, 1};
+}
+
 template <class ExecutionSpace, class X, class Y>
 void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::size_t n) {
-  report_traffic("kamp::gelu_forward", elements_bytes<X, Y>(n));
+  report_traffic("kamp::gelu_forward", elements_bytes<X, Y>(n), double(n) * gelu_forward_arithmetic<X, Y>());
   using acc = common_accum_t<X, Y>;
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   Kokkos::parallel_for(
@@ -62,7 +74,8 @@ KOKKOS_INLINE_FUNCTION Acc gelu_grad_of(Acc v) {
 
 template <class ExecutionSpace, class DY, class X, class DX>
 void gelu_backward_kernel(const ExecutionSpace& space, const DY* dys, const X* xs, DX* dxs, std::size_t n) {
-  report_traffic("kamp::gelu_backward", elements_bytes<DY, X, DX>(n));
+  report_traffic("kamp::gelu_backward", elements_bytes<DY, X, DX>(n),
+                 double(n) * gelu_backward_arithmetic<DY, X, DX>());
   using acc = common_accum_t<X, DX>;
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
   Kokkos::parallel_for(
@@ -82,7 +95,9 @@ template <class ExecutionSpace, class DY, class X, class DX, class S>
 void gelu_backward_bias_grad_kernel(const ExecutionSpace& space, const DY* dys, std::int64_t lddy, const X* xs,
                                     std::int64_t ldx, DX* dxs, std::int64_t lddx, std::int64_t rows, std::int64_t cols,
                                     S* dbias) {
-  report_traffic("kamp::gelu_backward_bias_grad", elements_bytes<DY, X, DX>(rows * cols) + elements_bytes<S, S>(cols));
+  report_traffic(
+      "kamp::gelu_backward_bias_grad", elements_bytes<DY, X, DX>(rows * cols) + elements_bytes<S, S>(cols),
+      double(rows * cols) * (gelu_backward_arithmetic<DY, X, DX>() + kernel_arithmetic{1 + widen_ops<DX>()}));
   using acc = common_accum_t<X, DX>;
   using sum_acc = common_accum_t<DX, S>;
   // The bias gradient sums dx as stored (rounded), as column_sums of dx would.

@@ -35,11 +35,20 @@ KOKKOS_INLINE_FUNCTION void layernorm_row(const Member& m, const X* KAMP_RESTRIC
   });
 }
 
+/// Per element: the mean's and the variance's sums (3), the normalized, scaled and shifted
+/// output (4), the loads and the store; per row a square root and a division.
+template <class X, class Y>
+constexpr kernel_arithmetic layernorm_forward_arithmetic(std::int64_t n, std::int64_t c) {
+  return double(n * c) * kernel_arithmetic{7 + 3 * widen_ops<X>() + round_ops<Y>()} +
+         double(n) * kernel_arithmetic{0, 0, 1, 1};
+}
+
 template <class ExecutionSpace, class X, class P, class Y, class S>
 void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const P* g, const P* b, Y* ys,
                               std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
   report_traffic("kamp::layernorm_forward",
-                 elements_bytes<X, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n));
+                 elements_bytes<X, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n),
+                 layernorm_forward_arithmetic<X, Y>(n, c));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::layernorm_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
@@ -53,7 +62,9 @@ void residual_layernorm_forward_kernel(const ExecutionSpace& space, const X* xs,
                                        std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
   // x and branch are read once and out written once; LayerNorm re-reads out's row from cache.
   report_traffic("kamp::residual_layernorm_forward",
-                 elements_bytes<X, B, O, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n));
+                 elements_bytes<X, B, O, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n),
+                 layernorm_forward_arithmetic<O, Y>(n, c) +
+                     double(n * c) * kernel_arithmetic{1 + widen_ops<X>() + widen_ops<B>() + round_ops<O>()});
   using acc = S;
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
@@ -73,8 +84,13 @@ void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::
                                std::int64_t ld, const P* g, const S* ms, const S* rs, DX* dxs, std::int64_t ldx, G* dg,
                                G* db, std::int64_t n, std::int64_t c) {
   // dx is accumulated into (read and written); the parameter pass reads dy and x again.
-  report_traffic("kamp::layernorm_backward",
-                 elements_bytes<DY, X, DX, DX>(n * c) + elements_bytes<P>(c) + elements_bytes<S, S>(n));
+  // Per element: dy·gamma and its sum (2), the second sum (4), dx (7), each pass's loads; per
+  // row two divisions.
+  report_traffic(
+      "kamp::layernorm_backward", elements_bytes<DY, X, DX, DX>(n * c) + elements_bytes<P>(c) + elements_bytes<S, S>(n),
+      double(n * c) *
+              kernel_arithmetic{13 + 3 * widen_ops<DY>() + 2 * widen_ops<X>() + widen_ops<DX>() + round_ops<DX>()} +
+          double(n) * kernel_arithmetic{0, 0, 2});
   report_traffic("kamp::layernorm_backward::params",
                  elements_bytes<DY, X>(n * c) + elements_bytes<S, S>(n) + elements_bytes<G, G, G, G>(c));
   using acc = S;
