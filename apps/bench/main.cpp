@@ -41,7 +41,7 @@ int main(int argc, char* argv[]) {
   std::string recompute = "none";
   kamp::app::add_model_options(app, shape);
   kamp::app::add_recompute_option(app, recompute);
-  app.add_option("--batch", shape_batch, "shape suite: sequences per step")
+  app.add_option("--batch", shape_batch, "shape and train suites: sequences per step (train: default 16)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   app.add_option("--modes", shape_modes, "shape suite: precision modes, each timed in turn")
@@ -84,7 +84,9 @@ int main(int argc, char* argv[]) {
     kamp::bench::amp_kernels(out, elements, repeat, triad);
   }
   if (suite == "gemm" || suite == "all") kamp::bench::gemm_kernels(out, repeat, large);
-  if (suite == "train" || suite == "all") kamp::bench::training_steps(out, train_steps, profile);
+  // The train suite runs the reference GPT unless the model options or --batch say otherwise.
+  if (suite == "train" || suite == "all")
+    kamp::bench::training_steps(out, shape, app.count("--batch") > 0 ? shape_batch : 0, train_steps, profile);
   if (suite == "checkpoint" || suite == "all") kamp::bench::checkpoints(out, std::min(repeat, 5), checkpoint_dir);
   if (suite == "shape") {
     std::vector<kamp::precision_mode> modes;

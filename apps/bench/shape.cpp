@@ -18,11 +18,14 @@ double model_flops_per_token(const gpt_config& config) {
   return 6 * parameters + 12.0 * config.layers * config.d_model * config.context;
 }
 
+token_dataset benchmark_data(const gpt_config& config) {
+  const std::size_t bytes = std::max<std::size_t>(std::size_t(1) << 20, std::size_t(40) * (config.context + 1));
+  return token_dataset(default_corpus(bytes), 0.1, config.context, "built-in corpus");
+}
+
 void shape_throughput(report& out, const gpt_config& config, int batch, int steps,
                       const std::vector<precision_mode>& modes, activation_recompute recompute) {
-  // At least two windows of context + 1 bytes in each part, however long the context.
-  const std::size_t bytes = std::max<std::size_t>(std::size_t(1) << 20, std::size_t(40) * (config.context + 1));
-  const token_dataset data(default_corpus(bytes), 0.1, config.context, "built-in corpus");
+  const token_dataset data = benchmark_data(config);
   train_options options;
   options.batch = batch;
   options.steps = steps + 2;

@@ -6,6 +6,7 @@
 #include <kamp/model/config/gpt_config.hpp>
 #include <kamp/model/config/precision_policy.hpp>
 #include <kamp/model/config/train_options.hpp>
+#include <kamp/model/training/data.hpp>
 
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace kamp::bench {
 /// 12 x layers x d_model x context for the attention scores and values (the PaLM paper's
 /// appendix B, llm.c's estimate_mfu). The same formula is tools/bench-scaling.sh's for PyTorch.
 double model_flops_per_token(const gpt_config& config);
+
+/// The built-in corpus, whose byte tokens fit every vocabulary, with at least two windows of
+/// context + 1 bytes in each of its training and validation parts, however long the context.
+token_dataset benchmark_data(const gpt_config& config);
 
 /// Training throughput of `config` with micro-batches of `batch` sequences in each of `modes`:
 /// median tokens/s over `steps` steps after two warm-up steps, model FLOP/s, and the peak of

@@ -2,6 +2,7 @@
 
 #include "amp_kernels.hpp"
 #include "roofline.hpp"
+#include "shape.hpp"
 #include "step_profile.hpp"
 
 #include <kamp/model/training/trainer.hpp>
@@ -200,12 +201,14 @@ void report_roofline(report& out, precision_mode mode, const roofline& limit, co
 
 }  // namespace
 
-void training_steps(report& out, int steps, bool profile) {
-  const gpt_config config;  // the reference model
-  const token_dataset data(default_corpus(), 0.1, config.context, "built-in corpus");
+void training_steps(report& out, const gpt_config& config, int batch, int steps, bool profile) {
+  const token_dataset data = benchmark_data(config);
   train_options options;
   options.steps = steps + 3;
-  std::printf("  training steps of the reference GPT (%d x %d tokens per step)\n", options.batch, config.context);
+  if (batch > 0) options.batch = batch;
+  std::printf(
+      "  training steps of the GPT with %d layers, %d heads, d_model %d, context %d (%d x %d tokens per step)\n",
+      config.layers, config.heads, config.d_model, config.context, options.batch, config.context);
   // The bandwidth the kernels' bytes are bounded by, measured here alone (2^25 elements: above
   // any L3 of these machines).
   double triad_gb_per_s = 0;
