@@ -48,6 +48,21 @@ inline void dnnl_alpha_argument(std::unordered_map<int, dnnl::memory>& args, con
   static_cast<void>(args), static_cast<void>(engine), static_cast<void>(alpha);
 #endif
 }
+/// A descriptor's dims and element type (oneDNN 3 renamed the accessors).
+inline dnnl::memory::dims dnnl_dims(const dnnl::memory::desc& d) {
+#if DNNL_VERSION_MAJOR >= 3
+  return d.get_dims();
+#else
+  return d.dims();
+#endif
+}
+inline dnnl::memory::data_type dnnl_data_type(const dnnl::memory::desc& d) {
+#if DNNL_VERSION_MAJOR >= 3
+  return d.get_data_type();
+#else
+  return d.data_type();
+#endif
+}
 /// A matmul primitive descriptor for src a, weights b, optional bias and dst c; throws
 /// dnnl::error where oneDNN has no implementation.
 inline dnnl::matmul::primitive_desc dnnl_matmul_desc(const dnnl::engine& engine, const dnnl::memory::desc& a,
@@ -325,10 +340,10 @@ class dnnl_context {
   template <class TA, class TB, class TC>
   entry make_packed(const gemm_problem<TA, TB, TC>& p, const entry& in_place) {
     const auto dense = [](const dnnl::memory::desc& d) {
-      const dnnl::memory::dims dims = d.dims();
+      const dnnl::memory::dims dims = dnnl_dims(d);
       dnnl::memory::dims strides(dims.size(), 1);
       for (std::size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-      return dnnl::memory::desc(dims, d.data_type(), strides);
+      return dnnl::memory::desc(dims, dnnl_data_type(d), strides);
     };
     entry e{in_place.a, in_place.b, in_place.c, in_place.bias, std::nullopt, false, {}, std::nullopt};
     entry copies{dense(e.a), dense(e.b), dense(e.c), e.bias, std::nullopt, false, {}, std::nullopt};
