@@ -240,12 +240,8 @@ class dnnl_context {
   entry make(const gemm_problem<TA, TB, TC>& p) {
     if (p.batch > 1) {
       entry batched = make(p, p.batch);
-      if (packing_ != dnnl_packing::never) {
-        entry packed = make_packed(p, batched);
-        if (packed.primitive &&
-            (packing_ == dnnl_packing::always || (on_amx(packed.implementation) && !on_amx(batched.implementation))))
-          return packed;
-      }
+      entry packed = make_packed(p, batched);
+      if (packed.primitive) return packed;
       if (batched.primitive) return batched;
     }
     entry single = make(p, 1);
@@ -325,18 +321,25 @@ class dnnl_context {
 
   /// The matmul of e's descriptors and attributes, where oneDNN has an optimized one.
   void build(entry& e, bool with_bias, const dnnl::primitive_attr& attr) {
+    if (const auto pd = describe(e, with_bias, attr)) e.primitive = dnnl::matmul(*pd);
+  }
+  /// oneDNN's optimized matmul descriptor for e (its name in e.implementation), without the
+  /// primitive, whose creation compiles the kernel.
+  std::optional<dnnl::matmul::primitive_desc> describe(entry& e, bool with_bias, const dnnl::primitive_attr& attr) {
     try {
-      const dnnl::matmul::primitive_desc pd =
-          dnnl_matmul_desc(engine_, e.a, e.b, with_bias ? &e.bias : nullptr, e.c, attr);
+      dnnl::matmul::primitive_desc pd = dnnl_matmul_desc(engine_, e.a, e.b, with_bias ? &e.bias : nullptr, e.c, attr);
       e.implementation = pd.impl_info_str();
-      if (!is_reference(e.implementation)) e.primitive = dnnl::matmul(pd);
+      if (!is_reference(e.implementation)) return pd;
     } catch (const dnnl::error&) {
       // No implementation for these types on this CPU: the problem takes the next path.
     }
+    return std::nullopt;
   }
 
   /// `in_place` (a whole-batch entry) on dense row-major copies of the operands whose strides
-  /// are not dense; the descriptors stay the caller's, the primitive is the copies'.
+  /// are not dense, where the packing rule takes them (else an entry without a primitive); the
+  /// descriptors stay the caller's, the primitive is the copies'. The rule is read from the
+  /// descriptor's name before the primitive is compiled or the copies allocated.
   template <class TA, class TB, class TC>
   entry make_packed(const gemm_problem<TA, TB, TC>& p, const entry& in_place) {
     const auto dense = [](const dnnl::memory::desc& d) {
@@ -346,17 +349,19 @@ class dnnl_context {
       return dnnl::memory::desc(dims, dnnl_data_type(d), strides);
     };
     entry e{in_place.a, in_place.b, in_place.c, in_place.bias, std::nullopt, false, {}, std::nullopt};
+    if (packing_ == dnnl_packing::never) return e;
     entry copies{dense(e.a), dense(e.b), dense(e.c), e.bias, std::nullopt, false, {}, std::nullopt};
-    const dnnl::primitive_attr attr = attributes(p.alpha, p.beta);
-    build(copies, p.bias != nullptr, attr);
-    if (!copies.primitive) return e;
+    const auto pd = describe(copies, p.bias != nullptr, attributes(p.alpha, p.beta));
+    if (!pd) return e;
+    if (packing_ == dnnl_packing::automatic && !(on_amx(copies.implementation) && !on_amx(in_place.implementation)))
+      return e;
     try {
       e.pack.emplace(packing{dense_copy(engine_, e.a, copies.a, false), dense_copy(engine_, e.b, copies.b, false),
                              dense_copy(engine_, e.c, copies.c, true), in_place.implementation});
     } catch (const dnnl::error&) {
       return e;  // no reorder between the layouts: the problem stays in place
     }
-    e.primitive = std::move(copies.primitive);
+    e.primitive = dnnl::matmul(*pd);
     e.implementation = copies.implementation;
     return e;
   }
