@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_CAST_HPP
 
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/detail/view_access.hpp>
 #include <kamp/kernels/rounding_options.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/counter_random.hpp>
@@ -34,19 +35,20 @@ KOKKOS_INLINE_FUNCTION constexpr std::uint32_t nearest_overflow_bits() {
 }
 
 /// One work item of a cast: `c` elements converted, the finite inputs that overflowed counted.
-template <rounding Mode, class ExecutionSpace, class Out, class In>
+template <rounding Mode, class ExecutionSpace, class OutAddress, class InAddress>
 struct cast_items {
   using value_type = std::size_t;
-  Out* out;
-  const In* in;
+  using Out = value_of<OutAddress>;
+  OutAddress out;
+  InAddress in;
   std::size_t n;
   std::uint64_t seed, offset;
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t k, std::size_t& count) const {
     constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
     const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
-    Out* KAMP_RESTRICT dst = out;
-    const In* KAMP_RESTRICT src = in;
+    restrict_t<OutAddress> dst = out;
+    restrict_t<InAddress> src = in;
     std::uint32_t local = 0;  // 32-bit: a work item has at most 2048 elements, and the sum vectorizes 8-wide
     for (std::size_t i = begin; i < end; ++i) {
       const float x = load_float(src + i);
@@ -69,13 +71,15 @@ struct cast_items {
 /// std::size_t (the call waits) or into a View on the device (it does not).
 struct not_counted {};
 
-template <rounding Mode, class ExecutionSpace, class Out, class In, class Count>
-void cast_kernel(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options,
-                 Count& overflowed) {
+template <rounding Mode, class ExecutionSpace, class OutAddress, class InAddress, class Count>
+void cast_kernel(const ExecutionSpace& space, OutAddress out, InAddress in, std::size_t n,
+                 const rounding_options& options, Count& overflowed) {
+  using Out = value_of<OutAddress>;
+  using In = value_of<InAddress>;
   // Per element: the load, the rounding and the overflow test (mask, compare, count).
   report_traffic("kamp::cast", elements_bytes<Out, In>(n),
                  double(n) * kernel_arithmetic{widen_ops<In>() + round_ops<Out>() + 3});
-  const cast_items<Mode, ExecutionSpace, Out, In> items{out, in, n, options.seed, options.stream_offset};
+  const cast_items<Mode, ExecutionSpace, OutAddress, InAddress> items{out, in, n, options.seed, options.stream_offset};
   const auto policy = work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n));
   if constexpr (std::is_same_v<Count, not_counted>) {
     Kokkos::parallel_for(
@@ -97,19 +101,25 @@ void check_cast(const Kokkos::View<Out*, OutProps...>& out, const Kokkos::View<I
                                 " elements but input '" + in.label() + "' has " + std::to_string(in.extent(0)));
 }
 
-template <class ExecutionSpace, class Out, class In, class Count>
-void cast_dispatch(const ExecutionSpace& space, Out* out, const In* in, std::size_t n, const rounding_options& options,
-                   Count& overflowed) {
-  if (options.mode == rounding::stochastic)
-    cast_kernel<rounding::stochastic>(space, out, in, n, options, overflowed);
-  else
-    cast_kernel<rounding::nearest_even>(space, out, in, n, options, overflowed);
+template <class ExecutionSpace, class OutView, class InView, class Count>
+void cast_dispatch(const ExecutionSpace& space, const OutView& out_view, const InView& in_view,
+                   const rounding_options& options, Count& overflowed) {
+  with_access(
+      [&](auto out, auto in) {
+        if (options.mode == rounding::stochastic)
+          cast_kernel<rounding::stochastic>(space, out, in, in_view.extent(0), options, overflowed);
+        else
+          cast_kernel<rounding::nearest_even>(space, out, in, in_view.extent(0), options, overflowed);
+      },
+      out_view, in_view);
 }
 
 }  // namespace detail
 
 /// \brief out(i) = in(i) converted, for fp32 <-> bf16/fp16 (and same-type copies).
 ///
+/// Views of any layout (LayoutRight, LayoutLeft, LayoutStride: a matrix's column) are read and
+/// written where they lie.
 /// Narrowing rounds to nearest even, or stochastically with `options`. Returns how many finite
 /// inputs became ±inf (overflow); that needs the count on the host, so the call waits for the
 /// kernel. One launch, label `kamp::cast`.
@@ -122,7 +132,7 @@ std::size_t cast(const ExecutionSpace& space, const Kokkos::View<Out*, OutProps.
       "kamp::cast: both views must be accessible from the execution space");
   detail::check_cast(out, in);
   std::size_t overflowed = 0;
-  detail::cast_dispatch(space, out.data(), in.data(), in.extent(0), options, overflowed);
+  detail::cast_dispatch(space, out, in, options, overflowed);
   return overflowed;
 }
 
@@ -141,10 +151,10 @@ void cast(const ExecutionSpace& space, const Kokkos::View<Out*, OutProps...>& ou
   detail::check_cast(out, in);
   if (overflowed.data() == nullptr) {
     detail::not_counted nothing;
-    detail::cast_dispatch(space, out.data(), in.data(), in.extent(0), options, nothing);
+    detail::cast_dispatch(space, out, in, options, nothing);
   } else {
     auto count = overflowed;
-    detail::cast_dispatch(space, out.data(), in.data(), in.extent(0), options, count);
+    detail::cast_dispatch(space, out, in, options, count);
   }
 }
 

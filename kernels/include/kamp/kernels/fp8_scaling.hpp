@@ -5,6 +5,7 @@
 // input (amax, saturation), and the two ways Transformer Engine turns amaxes into scales:
 // delayed (from a history of earlier steps' amaxes) and current (from this tensor's amax).
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/detail/view_access.hpp>
 #include <kamp/numeric/convert.hpp>
 #include <kamp/numeric/element_access.hpp>
 #include <kamp/tools/traffic.hpp>
@@ -177,6 +178,8 @@ void quantize_fp8(const ExecutionSpace& space, const Kokkos::View<Out*, OutProps
     throw std::invalid_argument("kamp::quantize_fp8: output '" + out.label() + "' has " +
                                 std::to_string(out.extent(0)) + " elements, input '" + in.label() + "' has " +
                                 std::to_string(in.extent(0)));
+  detail::require_row_major("kamp::quantize_fp8", "out", out);
+  detail::require_row_major("kamp::quantize_fp8", "in", in);
   using in_t = std::remove_const_t<In>;
   const std::size_t n = in.extent(0);
   detail::report_traffic("kamp::quantize_fp8", double(n) * (sizeof(Out) + sizeof(in_t)));
@@ -193,6 +196,7 @@ template <class ExecutionSpace, class In, class... InProps>
 void amax(const ExecutionSpace& space, const Kokkos::View<In*, InProps...>& in,
           const Kokkos::View<float, typename ExecutionSpace::memory_space>& result) {
   detail::check_fp8_input(in);
+  detail::require_row_major("kamp::amax", "in", in);
   using in_t = std::remove_const_t<In>;
   const std::size_t n = in.extent(0);
   detail::report_traffic("kamp::amax", double(n) * sizeof(in_t));

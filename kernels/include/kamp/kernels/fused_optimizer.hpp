@@ -81,9 +81,10 @@ class fused_optimizer {
   }
 
   /// Sets the weights: the master (if any) to `weights` exactly, the model copy rounded from them.
-  template <class ExecutionSpace>
-  void initialize(const ExecutionSpace& space, const Kokkos::View<const float*, MemorySpace>& weights,
-                  const Kokkos::View<Model*, MemorySpace>& model) const {
+  template <class ExecutionSpace, class WeightsView, class ModelView>
+  void initialize(const ExecutionSpace& space, const WeightsView& weights, const ModelView& model) const {
+    static_assert(std::is_same_v<typename WeightsView::non_const_value_type, float> && WeightsView::rank == 1,
+                  "kamp::fused_optimizer::initialize: weights are an fp32 vector");
     check_size("initialize: weights", weights.extent(0));
     check_size("initialize: model", model.extent(0));
     if (master_.extent(0) > 0) Kokkos::deep_copy(space, master_, weights);
@@ -94,10 +95,11 @@ class fused_optimizer {
   /// device from the steps taken so far (a device-callable `float operator()(std::int64_t)`,
   /// such as kamp::lr_schedule): then no step needs the host to know which steps were skipped.
   /// Labels `kamp::<rule>::prepare`, `kamp::<rule>::update`.
-  template <class ExecutionSpace, class LearningRate>
-  void step(const ExecutionSpace& space, const Kokkos::View<Model*, MemorySpace>& model,
-            const Kokkos::View<const Grad*, MemorySpace>& grads, const gradient_control<MemorySpace>& control,
-            LearningRate lr) const;
+  /// `model` and `grads` are rank-1 views of n elements in any layout (a strided view is
+  /// updated where it lies).
+  template <class ExecutionSpace, class ModelView, class GradView, class LearningRate>
+  void step(const ExecutionSpace& space, const ModelView& model, const GradView& grads,
+            const gradient_control<MemorySpace>& control, LearningRate lr) const;
 
   std::size_t size() const { return n_; }
   weight_update update_kind() const { return update_; }
@@ -139,12 +141,19 @@ class fused_optimizer {
 };
 
 template <class Rule, class Model, class Grad, class Moment, class MemorySpace>
-template <class ExecutionSpace, class LearningRate>
-void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const ExecutionSpace& space,
-                                                                   const Kokkos::View<Model*, MemorySpace>& model,
-                                                                   const Kokkos::View<const Grad*, MemorySpace>& grads,
+template <class ExecutionSpace, class ModelView, class GradView, class LearningRate>
+void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const ExecutionSpace& space, const ModelView& model,
+                                                                   const GradView& grads,
                                                                    const gradient_control<MemorySpace>& control,
                                                                    LearningRate lr) const {
+  static_assert(ModelView::rank == 1 && GradView::rank == 1, "kamp::fused_optimizer::step: model and grads are rank-1");
+  static_assert(std::is_same_v<typename ModelView::value_type, Model>,
+                "kamp::fused_optimizer::step: the model view's type must be the optimizer's Model (writable)");
+  static_assert(std::is_same_v<typename GradView::non_const_value_type, Grad>,
+                "kamp::fused_optimizer::step: the gradients' type must be the optimizer's Grad");
+  static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename ModelView::memory_space>::accessible &&
+                    Kokkos::SpaceAccessibility<ExecutionSpace, typename GradView::memory_space>::accessible,
+                "kamp::fused_optimizer::step: model and grads must be accessible from the execution space");
   check_size("step: model", model.extent(0));
   check_size("step: grads", grads.extent(0));
   if (control.max_norm > 0.0f && control.check.data() == nullptr)
@@ -191,20 +200,25 @@ void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const Executi
                               : update_ == weight_update::kahan      ? store_scheme::kahan
                               : update_ == weight_update::stochastic ? store_scheme::stochastic
                                                                      : store_scheme::nearest;
-  const detail::optimizer_arrays<Model, Grad, Moment> arrays{model.data(),    grads.data(),    master_.data(),
-                                                             moment1_.data(), moment2_.data(), compensation_.data()};
-  switch (scheme) {
-    case store_scheme::master_nearest:
-      return detail::fused_update<Rule, store_scheme::master_nearest>(space, arrays, scalars_, n_, rounding_);
-    case store_scheme::master_stochastic:
-      return detail::fused_update<Rule, store_scheme::master_stochastic>(space, arrays, scalars_, n_, rounding_);
-    case store_scheme::nearest:
-      return detail::fused_update<Rule, store_scheme::nearest>(space, arrays, scalars_, n_, rounding_);
-    case store_scheme::stochastic:
-      return detail::fused_update<Rule, store_scheme::stochastic>(space, arrays, scalars_, n_, rounding_);
-    case store_scheme::kahan:
-      return detail::fused_update<Rule, store_scheme::kahan>(space, arrays, scalars_, n_, rounding_);
-  }
+  detail::with_access(
+      [&](auto model_at, auto grads_at) {
+        const detail::optimizer_arrays<decltype(model_at), decltype(grads_at), Moment> arrays{
+            model_at, grads_at, master_.data(), moment1_.data(), moment2_.data(), compensation_.data()};
+        switch (scheme) {
+          case store_scheme::master_nearest:
+            return detail::fused_update<Rule, store_scheme::master_nearest>(space, arrays, scalars_, n_, rounding_);
+          case store_scheme::master_stochastic:
+            return detail::fused_update<Rule, store_scheme::master_stochastic>(space, arrays, scalars_, n_,
+                                                                                rounding_);
+          case store_scheme::nearest:
+            return detail::fused_update<Rule, store_scheme::nearest>(space, arrays, scalars_, n_, rounding_);
+          case store_scheme::stochastic:
+            return detail::fused_update<Rule, store_scheme::stochastic>(space, arrays, scalars_, n_, rounding_);
+          case store_scheme::kahan:
+            return detail::fused_update<Rule, store_scheme::kahan>(space, arrays, scalars_, n_, rounding_);
+        }
+      },
+      model, grads);
 }
 
 }  // namespace kamp

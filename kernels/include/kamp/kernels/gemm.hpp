@@ -5,6 +5,7 @@
 #include <kamp/kernels/detail/gemm_dispatch.hpp>
 #include <kamp/kernels/detail/gemm_portable.hpp>
 #include <kamp/kernels/detail/gemm_widened.hpp>
+#include <kamp/kernels/detail/view_access.hpp>
 #include <kamp/numeric/dtype.hpp>
 #include <kamp/numeric/format.hpp>
 
@@ -14,18 +15,40 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace kamp {
 namespace detail {
 
+/// How a matrix operand lies in memory: row-major, `ld` elements between rows, or column-major,
+/// `ld` elements between columns. A column-major matrix is its transpose row-major, so every
+/// layout maps onto the row-major problem through transposes, as BLAS callers do.
+struct matrix_storage {
+  bool column_major;
+  std::int64_t ld;
+};
+
 template <class View>
-void check_gemm_operand(const View& v, const char* what) {
-  static_assert(std::is_same_v<typename View::array_layout, Kokkos::LayoutRight> ||
-                    std::is_same_v<typename View::array_layout, Kokkos::LayoutStride>,
-                "kamp::gemm: operands are row-major (LayoutRight, or LayoutStride sub-views of it)");
-  if (v.extent(0) > 0 && v.extent(v.rank - 1) > 1 && v.stride(v.rank - 1) != 1)
-    throw std::invalid_argument(std::string("kamp::gemm: ") + what + " '" + v.label() +
-                                "' must have contiguous rows (unit stride along its last dimension)");
+matrix_storage storage_of(const View& v, const char* api, const char* what) {
+  constexpr int r = View::rank;
+  using layout = typename View::array_layout;
+  static_assert(supported_layout<View>,
+                "kamp::gemm: this view's layout is not supported: pass LayoutRight, LayoutLeft or LayoutStride");
+  static_assert(!std::is_same_v<layout, Kokkos::LayoutLeft> || r == 2,
+                "kamp::gemm_strided_batched: LayoutLeft interleaves batches element by element (the batch index "
+                "runs fastest), which no GEMM library takes: pass LayoutRight views, or LayoutStride views whose "
+                "rows or columns are contiguous");
+  if constexpr (std::is_same_v<layout, Kokkos::LayoutLeft>) {
+    return {true, std::int64_t(v.stride(1))};
+  } else {
+    if (std::is_same_v<layout, Kokkos::LayoutRight> || v.extent(r - 1) <= 1 || v.stride(r - 1) == 1)
+      return {false, std::int64_t(v.stride(r - 2))};
+    if (v.extent(r - 2) <= 1 || v.stride(r - 2) == 1) return {true, std::int64_t(v.stride(r - 1))};
+    throw std::invalid_argument(std::string(api) + ": " + what + " '" + v.label() +
+                                "' has neither contiguous rows nor contiguous columns (strides " +
+                                std::to_string(v.stride(r - 2)) + ", " + std::to_string(v.stride(r - 1)) +
+                                "); GEMM libraries need one of them: copy it into a LayoutRight or LayoutLeft view");
+  }
 }
 
 template <class AView, class BView, class CView>
@@ -35,13 +58,15 @@ using gemm_accum_t = common_accum_t<typename AView::non_const_value_type, typena
 /// Checks op(A) op(B) against C and describes the problem in raw pointers and strides. Works for
 /// rank-2 views (one matrix), rank-3 views (batch, rows, cols) and rank-4 views (batch, inner
 /// batch, rows, cols) alike.
+/// A column-major C is computed as Cᵀ = op(B)ᵀ op(A)ᵀ, row-major: A and B trade places, which
+/// needs them of one type and no bias (a bias runs along Cᵀ's columns); a caller whose epilogue
+/// or scales are tied to A and B passes `column_major_c = false` and gets an error instead.
 template <class AView, class BView, class CView>
 auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
-                       const CView& C, const gemm_accum_t<AView, BView, CView>* bias, std::size_t bias_size) {
+                       const CView& C, const gemm_accum_t<AView, BView, CView>* bias, std::size_t bias_size,
+                       bool column_major_c = true) {
   constexpr int r = CView::rank;  // matrix dimensions are r-2 (rows) and r-1 (columns)
-  check_gemm_operand(A, "A");
-  check_gemm_operand(B, "B");
-  check_gemm_operand(C, "C");
+  const matrix_storage sa = storage_of(A, api, "A"), sb = storage_of(B, api, "B"), sc = storage_of(C, api, "C");
   const bool ta = op_a == op::transpose, tb = op_b == op::transpose;
   const auto batches = [](const auto& v) {
     std::string s;
@@ -76,24 +101,44 @@ auto make_gemm_problem(const char* api, op op_a, op op_b, float alpha, const AVi
   p.n = n;
   p.k = k;
   p.batch = batch;
-  p.trans_a = ta;
-  p.trans_b = tb;
+  // op(X) of a column-major X is the other op of its row-major transpose.
+  p.trans_a = ta != sa.column_major;
+  p.trans_b = tb != sb.column_major;
   p.alpha = alpha;
   p.beta = beta;
   p.a = A.data();
-  p.lda = std::int64_t(A.stride(r - 2));
+  p.lda = sa.ld;
   p.stride_a = batch_stride(A);
   p.b = B.data();
-  p.ldb = std::int64_t(B.stride(r - 2));
+  p.ldb = sb.ld;
   p.stride_b = batch_stride(B);
   p.c = C.data();
-  p.ldc = std::int64_t(C.stride(r - 2));
+  p.ldc = sc.ld;
   p.stride_c = batch_stride(C);
   p.bias = bias;
   p.inner = inner;
   p.inner_stride_a = inner_stride(A);
   p.inner_stride_b = inner_stride(B);
   p.inner_stride_c = inner_stride(C);
+  if (sc.column_major) {
+    static_assert(std::is_same_v<TA, TB> || !std::is_same_v<typename CView::array_layout, Kokkos::LayoutLeft>,
+                  "kamp::gemm: a LayoutLeft C needs A and B of one type (it is computed as C^T = op(B)^T op(A)^T)");
+    if (!column_major_c || bias != nullptr || !std::is_same_v<TA, TB>)
+      throw std::invalid_argument(std::string(api) + ": C '" + C.label() +
+                                  "' is column-major (LayoutLeft, or strided with contiguous columns), which this call "
+                                  "takes only without a bias or epilogue and with A and B of one type: pass C as "
+                                  "LayoutRight");
+    if constexpr (std::is_same_v<TA, TB>) {
+      std::swap(p.m, p.n);
+      std::swap(p.a, p.b);
+      std::swap(p.lda, p.ldb);
+      std::swap(p.stride_a, p.stride_b);
+      std::swap(p.inner_stride_a, p.inner_stride_b);
+      const bool trans_a = p.trans_a;
+      p.trans_a = !p.trans_b;
+      p.trans_b = !trans_a;
+    }
+  }
   return p;
 }
 
@@ -130,7 +175,7 @@ std::string gemm_path_for(op op_a, op op_b, float alpha, const AView& A, const B
       .path;
 }
 
-/// \brief C = alpha * op(A) * op(B) + beta * C (+ bias on every row), row-major.
+/// \brief C = alpha * op(A) * op(B) + beta * C (+ bias on every row).
 ///
 /// \param A (M,K), or (K,M) when op_a is transpose; fp32, bf16 or fp16
 /// \param B (K,N), or (N,K) when op_b is transpose; fp32, bf16 or fp16
@@ -138,7 +183,8 @@ std::string gemm_path_for(op op_a, op op_b, float alpha, const AView& A, const B
 /// \param bias (N) fp32 added after scaling, or an empty view
 /// Products accumulate in fp32 whatever the types; C is rounded once (nearest even). fp64
 /// operands (all three) run the portable kernel in fp64, for references and gradient checks.
-/// Operands may be sub-views with a leading dimension (LayoutStride, unit column stride).
+/// Operands may be LayoutRight, LayoutLeft (mapped onto transposes, nothing copied) or
+/// LayoutStride sub-views whose rows or columns are contiguous; a LayoutLeft C takes no bias.
 template <class ExecutionSpace, class AView, class BView, class CView>
 void gemm(const ExecutionSpace& space, op op_a, op op_b, float alpha, const AView& A, const BView& B, float beta,
           const CView& C,

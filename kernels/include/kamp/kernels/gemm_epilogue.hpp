@@ -61,7 +61,7 @@ void gemm_bias_gelu(
   static_assert(!std::is_const_v<typename PreView::value_type> && !std::is_const_v<typename ActView::value_type>,
                 "kamp::gemm_bias_gelu: pre and act must be writable");
   const auto p = detail::make_gemm_problem("kamp::gemm_bias_gelu", op_a, op_b, alpha, A, B, 0.0f, pre, bias.data(),
-                                           bias.extent(0));
+                                           bias.extent(0), false);
   if (act.extent(0) != pre.extent(0) || act.extent(1) != pre.extent(1))
     throw std::invalid_argument("kamp::gemm_bias_gelu: act is " + std::to_string(act.extent(0)) + "x" +
                                 std::to_string(act.extent(1)) + ", pre is " + std::to_string(pre.extent(0)) + "x" +

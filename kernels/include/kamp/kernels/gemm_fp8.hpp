@@ -36,7 +36,7 @@ template <class ExecutionSpace, class AView, class BView, class CView>
 gemm_path_info gemm_fp8_path_for(op op_a, op op_b, const AView& A, const BView& B, const CView& C,
                                  const Kokkos::View<const float*, typename ExecutionSpace::memory_space>& bias = {}) {
   const auto p = detail::make_gemm_problem("kamp::gemm_fp8_path_for", op_a, op_b, 1.0f, A, B, 0.0f, C, bias.data(),
-                                           bias.extent(0));
+                                           bias.extent(0), false);
   auto r = detail::gemm_fp8_route<ExecutionSpace>(p, gemm_algorithm::automatic);
   return {r.path, r.reason};
 }
@@ -63,7 +63,7 @@ void gemm_fp8(const ExecutionSpace& space, op op_a, op op_b, float alpha, const 
   static_assert(std::is_same_v<TC, float> || std::is_same_v<TC, bf16>, "kamp::gemm_fp8: C is fp32 or bf16");
   static_assert(!std::is_const_v<typename CView::value_type>, "kamp::gemm_fp8: C must be writable");
   const auto p =
-      detail::make_gemm_problem("kamp::gemm_fp8", op_a, op_b, alpha, A, B, beta, C, bias.data(), bias.extent(0));
+      detail::make_gemm_problem("kamp::gemm_fp8", op_a, op_b, alpha, A, B, beta, C, bias.data(), bias.extent(0), false);
   if (p.m == 0 || p.n == 0) return;
   const detail::fp8_route route = detail::gemm_fp8_route<ExecutionSpace>(p, algorithm);
   if (traffic_listener* listener = detail::traffic_slot())

@@ -2,6 +2,7 @@
 #define KAMP_KERNELS_UNSCALE_AND_CHECK_HPP
 
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/detail/view_access.hpp>
 #include <kamp/kernels/gradient_check.hpp>
 #include <kamp/kernels/loss_scaler.hpp>
 #include <kamp/numeric/accum_type.hpp>
@@ -28,10 +29,10 @@ namespace detail {
 // A functor rather than a lambda: the reduction value is a struct, and Kokkos 3.4 needs a
 // volatile join for it that Kokkos 4 no longer uses, so both are provided. InPlace and Norm are
 // template parameters so the inner loop has no branches and vectorizes.
-template <bool InPlace, bool Norm, class Grad, class ExecutionSpace>
+template <bool InPlace, bool Norm, class GradAddress, class ExecutionSpace>
 struct unscale_and_check_functor {
   using value_type = gradient_check;
-  Grad* grads;
+  GradAddress grads;
   Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space> scaler;
   std::size_t n;
 
@@ -53,7 +54,7 @@ struct unscale_and_check_functor {
     const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
     // PyTorch's convention: the reciprocal is taken in double and rounded once to float.
     const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scaler().scale));
-    Grad* KAMP_RESTRICT g = grads;
+    restrict_t<GradAddress> g = grads;
     double sum = 0.0;  // squares of fp32 values are exact in fp64; the sum loses ~n*2^-53 at most
     int bad = 0;
     // A non-finite x gives a non-finite y (inf or NaN times any float is inf or NaN), so y alone
@@ -73,12 +74,12 @@ struct unscale_and_check_functor {
   }
 };
 
-template <bool InPlace, bool Norm, class ExecutionSpace, class Grad>
-void unscale_and_check_launch(const ExecutionSpace& space, Grad* grads, std::size_t n,
+template <bool InPlace, bool Norm, class ExecutionSpace, class GradAddress>
+void unscale_and_check_launch(const ExecutionSpace& space, GradAddress grads, std::size_t n,
                               const Kokkos::View<const loss_scale_state, typename ExecutionSpace::memory_space>& scaler,
                               const Kokkos::View<gradient_check, typename ExecutionSpace::memory_space>& result) {
-  report_traffic("kamp::unscale_and_check", elements_bytes<Grad>(n) * (InPlace ? 2 : 1));
-  unscale_and_check_functor<InPlace, Norm, Grad, ExecutionSpace> f{grads, scaler, n};
+  report_traffic("kamp::unscale_and_check", elements_bytes<value_of<GradAddress>>(n) * (InPlace ? 2 : 1));
+  unscale_and_check_functor<InPlace, Norm, GradAddress, ExecutionSpace> f{grads, scaler, n};
   Kokkos::parallel_reduce("kamp::unscale_and_check",
                           work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)), f, result);
 }
@@ -102,14 +103,18 @@ void unscale_and_check(const ExecutionSpace& space, const Kokkos::View<Grad*, Pr
       Kokkos::SpaceAccessibility<ExecutionSpace, typename Kokkos::View<Grad*, Props...>::memory_space>::accessible,
       "kamp::unscale_and_check: gradients must be accessible from the execution space");
   const std::size_t n = grads.extent(0);
-  if (options.in_place && options.compute_norm)
-    detail::unscale_and_check_launch<true, true>(space, grads.data(), n, scaler, result);
-  else if (options.in_place)
-    detail::unscale_and_check_launch<true, false>(space, grads.data(), n, scaler, result);
-  else if (options.compute_norm)
-    detail::unscale_and_check_launch<false, true>(space, grads.data(), n, scaler, result);
-  else
-    detail::unscale_and_check_launch<false, false>(space, grads.data(), n, scaler, result);
+  detail::with_access(
+      [&](auto g) {
+        if (options.in_place && options.compute_norm)
+          detail::unscale_and_check_launch<true, true>(space, g, n, scaler, result);
+        else if (options.in_place)
+          detail::unscale_and_check_launch<true, false>(space, g, n, scaler, result);
+        else if (options.compute_norm)
+          detail::unscale_and_check_launch<false, true>(space, g, n, scaler, result);
+        else
+          detail::unscale_and_check_launch<false, false>(space, g, n, scaler, result);
+      },
+      grads);
 }
 
 }  // namespace kamp

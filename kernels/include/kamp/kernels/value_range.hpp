@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_VALUE_RANGE_HPP
 #define KAMP_KERNELS_VALUE_RANGE_HPP
 
+#include <kamp/kernels/detail/view_access.hpp>
 #include <kamp/numeric/element_access.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -17,8 +18,8 @@ struct value_range {
 };
 
 namespace detail {
-template <class ExecutionSpace, class T>
-value_range value_range_kernel(const ExecutionSpace& space, const T* x, std::int64_t n) {
+template <class ExecutionSpace, class XA>
+value_range value_range_kernel(const ExecutionSpace& space, XA x, std::int64_t n) {
   value_range r;
   // v - v is 0 exactly for finite v, NaN for inf and NaN.
   double max_abs = 0;
@@ -48,7 +49,9 @@ value_range value_range_kernel(const ExecutionSpace& space, const T* x, std::int
 /// `kamp::value_range::max`, `kamp::value_range::non_finite`.
 template <class ExecutionSpace, class T, class... P>
 value_range measure_range(const ExecutionSpace& space, const Kokkos::View<T*, P...>& x) {
-  return detail::value_range_kernel(space, x.data(), std::int64_t(x.extent(0)));
+  value_range r;
+  detail::with_access([&](auto xs) { r = detail::value_range_kernel(space, xs, std::int64_t(x.extent(0))); }, x);
+  return r;
 }
 
 }  // namespace kamp

@@ -45,10 +45,14 @@ KOKKOS_INLINE_FUNCTION constexpr bool is_stochastic(store_scheme s) {
   return s == store_scheme::master_stochastic || s == store_scheme::stochastic;
 }
 
-template <class Model, class Grad, class Moment>
+/// The caller's model copy and gradients (any layout: addresses as view_access.hpp makes
+/// them) and the optimizer's own contiguous master weights and moments.
+template <class ModelAddress, class GradAddress, class Moment>
 struct optimizer_arrays {
-  Model* model;
-  const Grad* grads;
+  using Model = value_of<ModelAddress>;
+  using Grad = value_of<GradAddress>;
+  ModelAddress model;
+  GradAddress grads;
   float* master;
   Moment* moment1;
   Moment* moment2;
@@ -57,10 +61,12 @@ struct optimizer_arrays {
 
 /// The flat update: per element, load the gradient, apply the factor, run the rule in fp32 on
 /// the master (or the widened weight), store moments and weights per the scheme.
-template <class Rule, store_scheme Scheme, class ExecutionSpace, class Model, class Grad, class Moment,
+template <class Rule, store_scheme Scheme, class ExecutionSpace, class ModelAddress, class GradAddress, class Moment,
           class ScalarsView>
-void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Grad, Moment>& a,
+void fused_update(const ExecutionSpace& space, const optimizer_arrays<ModelAddress, GradAddress, Moment>& a,
                   const ScalarsView& scalars, std::size_t n, const rounding_options& rounding) {
+  using Model = value_of<ModelAddress>;
+  using Grad = value_of<GradAddress>;
   // Gradients read; master, moments and compensation read and written; the model copy
   // written, and read too where it is the weight itself (no master).
   report_traffic(Rule::update_label,
@@ -78,8 +84,8 @@ void fused_update(const ExecutionSpace& space, const optimizer_arrays<Model, Gra
         const step_scalars<Rule> s = scalars();
         if (s.skip) return;
         const std::size_t begin = static_cast<std::size_t>(k) * c, end = begin + c < n ? begin + c : n;
-        Model* KAMP_RESTRICT w_lo = a.model;
-        const Grad* KAMP_RESTRICT g_lo = a.grads;
+        restrict_t<ModelAddress> w_lo = a.model;
+        restrict_t<GradAddress> g_lo = a.grads;
         float* KAMP_RESTRICT w32 = a.master;
         Moment* KAMP_RESTRICT m1 = a.moment1;
         Moment* KAMP_RESTRICT m2 = a.moment2;

@@ -83,6 +83,9 @@ void kv_cache_append(const ExecutionSpace& space, const Kokkos::View<Q*, QP...>&
   if (position < 0 || position >= capacity)
     throw std::out_of_range("kamp::kv_cache_append: position " + std::to_string(position) + " is outside the cache's " +
                             std::to_string(capacity) + " positions");
+  detail::require_row_major("kamp::kv_cache_append", "qkv", qkv);
+  detail::require_row_major("kamp::kv_cache_append", "keys", keys);
+  detail::require_row_major("kamp::kv_cache_append", "values", values);
   detail::kv_cache_append_kernel(space, qkv.data(), keys.data(), values.data(), heads, capacity, d, position);
 }
 
@@ -108,6 +111,12 @@ void attention_decode(const ExecutionSpace& space, const Kokkos::View<Q*, QP...>
   if (position < 0 || position >= capacity)
     throw std::out_of_range("kamp::attention_decode: position " + std::to_string(position) +
                             " is outside the cache's " + std::to_string(capacity) + " positions");
+  detail::require_row_major("kamp::attention_decode", "qkv", qkv);
+  detail::require_row_major("kamp::attention_decode", "keys", keys);
+  detail::require_row_major("kamp::attention_decode", "values", values);
+  detail::require_row_major("kamp::attention_decode", "scores", scores);
+  detail::require_row_major("kamp::attention_decode", "probs", probs);
+  detail::require_row_major("kamp::attention_decode", "out", out);
   detail::attention_decode_kernel(space, qkv.data(), keys.data(), values.data(), heads, capacity, d, position, alpha,
                                   scores.data(), probs.data(), out.data());
 }

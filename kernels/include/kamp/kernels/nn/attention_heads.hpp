@@ -53,6 +53,8 @@ void split_heads(const ExecutionSpace& space, const Kokkos::View<R**, RP...>& ro
   static_assert(std::is_same_v<std::remove_const_t<R>, T>, "kamp::split_heads: both layouts hold one type");
   detail::check_heads("kamp::split_heads", rows, out, batch, heads);
   const std::int64_t c = rows.extent(1) / parts;
+  detail::require_row_major("kamp::split_heads", "rows", rows);
+  detail::require_row_major("kamp::split_heads", "out", out);
   detail::move_heads_kernel<true>(space, rows.data(), out.data(), parts, batch, rows.extent(0) / batch, heads,
                                   c / heads);
 }
@@ -65,6 +67,8 @@ void merge_heads(const ExecutionSpace& space, const Kokkos::View<H*, HP...>& in,
   static_assert(std::is_same_v<std::remove_const_t<H>, T>, "kamp::merge_heads: both layouts hold one type");
   detail::check_heads("kamp::merge_heads", rows, in, batch, heads);
   const std::int64_t c = rows.extent(1) / parts;
+  detail::require_row_major("kamp::merge_heads", "in", in);
+  detail::require_row_major("kamp::merge_heads", "rows", rows);
   detail::move_heads_kernel<false>(space, in.data(), rows.data(), parts, batch, rows.extent(0) / batch, heads,
                                    c / heads);
 }

@@ -70,6 +70,8 @@ void causal_softmax_forward(const ExecutionSpace& space, const Kokkos::View<S**,
                             const Kokkos::View<P**, PP...>& probs) {
   const std::int64_t rows = scores.extent(0), t = scores.extent(1);
   detail::check_extent("kamp::causal_softmax_forward", "probs", probs.extent(0) * probs.extent(1), rows * t);
+  detail::require_row_major("kamp::causal_softmax_forward", "scores", scores);
+  detail::require_row_major("kamp::causal_softmax_forward", "probs", probs);
   detail::causal_softmax_forward_kernel(space, scores.data(), probs.data(), rows, t);
 }
 
@@ -81,6 +83,9 @@ void causal_softmax_backward(const ExecutionSpace& space, const Kokkos::View<S**
   const std::int64_t rows = probs.extent(0), t = probs.extent(1);
   detail::check_extent("kamp::causal_softmax_backward", "dprobs", dprobs.extent(0) * dprobs.extent(1), rows * t);
   detail::check_extent("kamp::causal_softmax_backward", "dscores", dscores.extent(0) * dscores.extent(1), rows * t);
+  detail::require_row_major("kamp::causal_softmax_backward", "probs", probs);
+  detail::require_row_major("kamp::causal_softmax_backward", "dprobs", dprobs);
+  detail::require_row_major("kamp::causal_softmax_backward", "dscores", dscores);
   detail::causal_softmax_backward_kernel(space, probs.data(), dprobs.data(), dscores.data(), rows, t);
 }
 

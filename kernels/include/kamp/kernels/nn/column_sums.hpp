@@ -18,12 +18,12 @@ namespace detail {
 /// is contiguous and vectorizes, on GPUs each thread has one column and a warp reads a row
 /// segment at once. The order of the additions is fixed, so every pass that sums the same
 /// values gets the same bits, whatever the thread count.
-// Kernels live in functions with plain pointer arguments: nvcc cannot name an extended lambda's
+// Kernels live in functions with plain address arguments: nvcc cannot name an extended lambda's
 // enclosing function when that function has several template parameter packs (the View
 // properties of the public API).
-template <int Block, class Acc, class ExecutionSpace, class S, class PerElement>
+template <int Block, class Acc, class ExecutionSpace, class SA, class PerElement>
 void column_walk_in_blocks(const char* label, const ExecutionSpace& space, std::int64_t rows, std::int64_t cols,
-                           S* sums, const PerElement& per_element) {
+                           SA sums, const PerElement& per_element) {
   Kokkos::parallel_for(
       label, row_policy(space, (cols + Block - 1) / Block), KOKKOS_LAMBDA(std::int64_t b) {
         const std::int64_t c0 = b * Block, width = cols - c0 < Block ? cols - c0 : Block;
@@ -41,14 +41,14 @@ void column_walk_in_blocks(const char* label, const ExecutionSpace& space, std::
             for (std::int64_t c = 0; c < width; ++c) s[c] += per_element(n, c0 + c);
           }
         }
-        for (std::int64_t c = 0; c < width; ++c) store_nearest(sums + c0 + c, load_as<Acc>(sums + c0 + c) + s[c]);
+        for (std::int64_t c = 0; c < width; ++c) store_nearest(sums + (c0 + c), load_as<Acc>(sums + (c0 + c)) + s[c]);
       });
 }
 
 /// The wide block where the columns give every thread of the space a work item, else the
 /// narrow one; each column's sum is the same either way.
-template <class Acc, class ExecutionSpace, class S, class PerElement>
-void column_walk(const char* label, const ExecutionSpace& space, std::int64_t rows, std::int64_t cols, S* sums,
+template <class Acc, class ExecutionSpace, class SA, class PerElement>
+void column_walk(const char* label, const ExecutionSpace& space, std::int64_t rows, std::int64_t cols, SA sums,
                  const PerElement& per_element) {
   using block = column_block<ExecutionSpace>;
   if (cols >= std::int64_t(block::wide) * space.concurrency())
@@ -62,9 +62,9 @@ void column_walk(const char* label, const ExecutionSpace& space, std::int64_t ro
 /// takes one column (GPUs: too few threads for element-wise work), `write` over every element in
 /// parallel first and then the column walk over `summand`, which must return what `write`
 /// returned. The sums are the same bits either way.
-template <class Acc, class ExecutionSpace, class S, class Write, class Summand>
+template <class Acc, class ExecutionSpace, class SA, class Write, class Summand>
 void write_and_sum_columns(const char* label, const ExecutionSpace& space, std::int64_t rows, std::int64_t cols,
-                           S* sums, const Write& write, const Summand& summand) {
+                           SA sums, const Write& write, const Summand& summand) {
   if constexpr (column_block<ExecutionSpace>::value == 1) {
     Kokkos::parallel_for(
         label, row_policy(space, std::size_t(rows * cols)),
@@ -75,19 +75,23 @@ void write_and_sum_columns(const char* label, const ExecutionSpace& space, std::
   }
 }
 
-template <class ExecutionSpace, class X, class S>
-void column_sums_kernel(const ExecutionSpace& space, const X* src, std::int64_t rows, std::int64_t cols,
-                        std::int64_t stride, S* dst) {
+template <class ExecutionSpace, class XM, class SA>
+void column_sums_kernel(const ExecutionSpace& space, XM src, std::int64_t rows, std::int64_t cols, SA dst) {
+  using X = typename XM::value_type;
+  using S = value_of<SA>;
   report_traffic("kamp::column_sums", elements_bytes<X>(rows * cols) + elements_bytes<S, S>(cols));
   using acc = common_accum_t<X, S>;
   column_walk<acc>(
       "kamp::column_sums", space, rows, cols, dst,
-      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<acc>(src + n * stride + c); });
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<acc>(src.at(n, c)); });
 }
 
-template <class ExecutionSpace, class X, class Y, class S>
-void cast_and_column_sums_kernel(const ExecutionSpace& space, const X* src, std::int64_t ldx, Y* dst, std::int64_t ldy,
-                                 std::int64_t rows, std::int64_t cols, S* sums) {
+template <class ExecutionSpace, class XM, class YM, class SA>
+void cast_and_column_sums_kernel(const ExecutionSpace& space, XM src, YM dst, std::int64_t rows, std::int64_t cols,
+                                 SA sums) {
+  using X = typename XM::value_type;
+  using Y = typename YM::value_type;
+  using S = value_of<SA>;
   report_traffic("kamp::cast_and_column_sums", elements_bytes<X, Y>(rows * cols) + elements_bytes<S, S>(cols));
   using acc = common_accum_t<X, S>;
   // The store's compute type: x's value is exact in it (fp32 for fp32 and 16-bit x), so y gets
@@ -96,11 +100,11 @@ void cast_and_column_sums_kernel(const ExecutionSpace& space, const X* src, std:
   write_and_sum_columns<acc>(
       "kamp::cast_and_column_sums", space, rows, cols, sums,
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) {
-        const acc v = load_as<acc>(src + n * ldx + c);
-        store_nearest(dst + n * ldy + c, static_cast<rounded>(v));
+        const acc v = load_as<acc>(src.at(n, c));
+        store_nearest(dst.at(n, c), static_cast<rounded>(v));
         return v;
       },
-      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<acc>(src + n * ldx + c); });
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<acc>(src.at(n, c)); });
 }
 
 }  // namespace detail
@@ -111,7 +115,8 @@ void cast_and_column_sums_kernel(const ExecutionSpace& space, const X* src, std:
 template <class ExecutionSpace, class X, class S, class... XP, class... SP>
 void column_sums(const ExecutionSpace& space, const Kokkos::View<X**, XP...>& x, const Kokkos::View<S*, SP...>& sums) {
   detail::check_extent("kamp::column_sums", "sums", sums.extent(0), x.extent(1));
-  detail::column_sums_kernel(space, x.data(), x.extent(0), x.extent(1), x.stride(0), sums.data());
+  detail::with_access(
+      [&](auto xs, auto ss) { detail::column_sums_kernel(space, xs, x.extent(0), x.extent(1), ss); }, x, sums);
 }
 
 /// \brief y(n, c) = x(n, c) rounded to nearest even in y's type, and sums(c) += Σ_n x(n, c) of
@@ -133,8 +138,11 @@ void cast_and_column_sums(const ExecutionSpace& space, const Kokkos::View<X**, X
   detail::check_extent("kamp::cast_and_column_sums", "y rows", y.extent(0), x.extent(0));
   detail::check_extent("kamp::cast_and_column_sums", "y columns", y.extent(1), x.extent(1));
   detail::check_extent("kamp::cast_and_column_sums", "sums", sums.extent(0), x.extent(1));
-  detail::cast_and_column_sums_kernel(space, x.data(), x.stride(0), y.data(), y.stride(0), x.extent(0), x.extent(1),
-                                      sums.data());
+  detail::with_access(
+      [&](auto xs, auto ys, auto ss) {
+        detail::cast_and_column_sums_kernel(space, xs, ys, x.extent(0), x.extent(1), ss);
+      },
+      x, y, sums);
 }
 
 }  // namespace kamp

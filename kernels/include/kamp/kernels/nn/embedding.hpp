@@ -72,6 +72,10 @@ void embedding_forward(const ExecutionSpace& space, const Kokkos::View<const int
     throw std::invalid_argument("kamp::embedding_forward: positions " + std::to_string(first_position) + ".." +
                                 std::to_string(first_position + t - 1) + " but wpe has " +
                                 std::to_string(wpe.extent(0)));
+  detail::require_row_major("kamp::embedding_forward", "tokens", tokens);
+  detail::require_row_major("kamp::embedding_forward", "wte", wte);
+  detail::require_row_major("kamp::embedding_forward", "wpe", wpe);
+  detail::require_row_major("kamp::embedding_forward", "out", out);
   detail::embedding_forward_kernel(space, tokens.data(), wte.data(), wpe.data(), out.data(), batch * t, t, c,
                                    first_position);
 }
@@ -166,6 +170,9 @@ void embedding_backward(const ExecutionSpace& space, const token_rows<typename E
   detail::check_extent("kamp::embedding_backward", "dwte rows", dwte.extent(0) + 1, index.offsets.extent(0));
   detail::check_extent("kamp::embedding_backward", "dwte columns", dwte.extent(1), c);
   detail::check_extent("kamp::embedding_backward", "dwpe columns", dwpe.extent(1), c);
+  detail::require_row_major("kamp::embedding_backward", "dout", dout);
+  detail::require_row_major("kamp::embedding_backward", "dwte", dwte);
+  detail::require_row_major("kamp::embedding_backward", "dwpe", dwpe);
   detail::embedding_backward_kernel(space, index.offsets.data(), index.rows.data(), dout.data(), dwte.data(),
                                     dwpe.data(), std::int64_t(dwte.extent(0)), n, t, c);
 }

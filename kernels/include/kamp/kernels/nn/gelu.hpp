@@ -46,8 +46,10 @@ constexpr kernel_arithmetic gelu_backward_arithmetic() {
   return {18 + widen_ops<DY>() + widen_ops<X>() + round_ops<DX>(), 1, 1};
 }
 
-template <class ExecutionSpace, class X, class Y>
-void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::size_t n) {
+template <class ExecutionSpace, class XA, class YA>
+void gelu_forward_kernel(const ExecutionSpace& space, XA xs, YA ys, std::size_t n) {
+  using X = value_of<XA>;
+  using Y = value_of<YA>;
   report_traffic("kamp::gelu_forward", elements_bytes<X, Y>(n), double(n) * gelu_forward_arithmetic<X, Y>());
   using acc = common_accum_t<X, Y>;
   constexpr std::size_t c = elements_per_work_item<ExecutionSpace>::value;
@@ -55,8 +57,8 @@ void gelu_forward_kernel(const ExecutionSpace& space, const X* xs, Y* ys, std::s
       "kamp::gelu_forward", work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
       KOKKOS_LAMBDA(std::int64_t item) {
         const std::size_t begin = std::size_t(item) * c, end = begin + c < n ? begin + c : n;
-        const X* KAMP_RESTRICT src = xs;
-        Y* KAMP_RESTRICT dst = ys;
+        restrict_t<XA> src = xs;
+        restrict_t<YA> dst = ys;
         KAMP_SIMD()
         for (std::size_t i = begin; i < end; ++i) store_nearest(dst + i, gelu_of(load_as<acc>(src + i)));
       });
@@ -72,8 +74,11 @@ KOKKOS_INLINE_FUNCTION Acc gelu_grad_of(Acc v) {
   return Acc(0.5) * (Acc(1) + t) + Acc(0.5) * v * dt;
 }
 
-template <class ExecutionSpace, class DY, class X, class DX>
-void gelu_backward_kernel(const ExecutionSpace& space, const DY* dys, const X* xs, DX* dxs, std::size_t n) {
+template <class ExecutionSpace, class DYA, class XA, class DXA>
+void gelu_backward_kernel(const ExecutionSpace& space, DYA dys, XA xs, DXA dxs, std::size_t n) {
+  using DY = value_of<DYA>;
+  using X = value_of<XA>;
+  using DX = value_of<DXA>;
   report_traffic("kamp::gelu_backward", elements_bytes<DY, X, DX>(n),
                  double(n) * gelu_backward_arithmetic<DY, X, DX>());
   using acc = common_accum_t<X, DX>;
@@ -82,19 +87,22 @@ void gelu_backward_kernel(const ExecutionSpace& space, const DY* dys, const X* x
       "kamp::gelu_backward", work_item_policy<ExecutionSpace>(space, 0, work_items<ExecutionSpace>(n)),
       KOKKOS_LAMBDA(std::int64_t item) {
         const std::size_t begin = std::size_t(item) * c, end = begin + c < n ? begin + c : n;
-        const X* KAMP_RESTRICT src = xs;
-        const DY* KAMP_RESTRICT grad = dys;
-        DX* KAMP_RESTRICT dst = dxs;
+        restrict_t<XA> src = xs;
+        restrict_t<DYA> grad = dys;
+        restrict_t<DXA> dst = dxs;
         KAMP_SIMD()
         for (std::size_t i = begin; i < end; ++i)
           store_nearest(dst + i, load_as<acc>(grad + i) * gelu_grad_of(load_as<acc>(src + i)));
       });
 }
 
-template <class ExecutionSpace, class DY, class X, class DX, class S>
-void gelu_backward_bias_grad_kernel(const ExecutionSpace& space, const DY* dys, std::int64_t lddy, const X* xs,
-                                    std::int64_t ldx, DX* dxs, std::int64_t lddx, std::int64_t rows, std::int64_t cols,
-                                    S* dbias) {
+template <class ExecutionSpace, class DYM, class XM, class DXM, class SA>
+void gelu_backward_bias_grad_kernel(const ExecutionSpace& space, DYM dys, XM xs, DXM dxs, std::int64_t rows,
+                                    std::int64_t cols, SA dbias) {
+  using DY = typename DYM::value_type;
+  using X = typename XM::value_type;
+  using DX = typename DXM::value_type;
+  using S = value_of<SA>;
   report_traffic(
       "kamp::gelu_backward_bias_grad", elements_bytes<DY, X, DX>(rows * cols) + elements_bytes<S, S>(cols),
       double(rows * cols) * (gelu_backward_arithmetic<DY, X, DX>() + kernel_arithmetic{1 + widen_ops<DX>()}));
@@ -104,11 +112,11 @@ void gelu_backward_bias_grad_kernel(const ExecutionSpace& space, const DY* dys, 
   write_and_sum_columns<sum_acc>(
       "kamp::gelu_backward_bias_grad", space, rows, cols, dbias,
       KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) {
-        DX* const out = dxs + n * lddx + c;
-        store_nearest(out, load_as<acc>(dys + n * lddy + c) * gelu_grad_of(load_as<acc>(xs + n * ldx + c)));
+        DX* const out = dxs.at(n, c);
+        store_nearest(out, load_as<acc>(dys.at(n, c)) * gelu_grad_of(load_as<acc>(xs.at(n, c))));
         return load_as<sum_acc>(out);
       },
-      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<sum_acc>(dxs + n * lddx + c); });
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t c) { return load_as<sum_acc>(dxs.at(n, c)); });
 }
 
 }  // namespace detail
@@ -118,7 +126,7 @@ void gelu_backward_bias_grad_kernel(const ExecutionSpace& space, const DY* dys, 
 template <class ExecutionSpace, class X, class Y, class... XP, class... YP>
 void gelu_forward(const ExecutionSpace& space, const Kokkos::View<X*, XP...>& x, const Kokkos::View<Y*, YP...>& y) {
   detail::check_extent("kamp::gelu_forward", "y", y.extent(0), x.extent(0));
-  detail::gelu_forward_kernel(space, x.data(), y.data(), x.extent(0));
+  detail::with_access([&](auto xs, auto ys) { detail::gelu_forward_kernel(space, xs, ys, x.extent(0)); }, x, y);
 }
 
 /// \brief dx = dy · GELU'(x) elementwise (x is the saved pre-activation). Label `kamp::gelu_backward`.
@@ -127,7 +135,8 @@ void gelu_backward(const ExecutionSpace& space, const Kokkos::View<DY*, DYP...>&
                    const Kokkos::View<DX*, DXP...>& dx) {
   detail::check_extent("kamp::gelu_backward", "dy", dy.extent(0), x.extent(0));
   detail::check_extent("kamp::gelu_backward", "dx", dx.extent(0), x.extent(0));
-  detail::gelu_backward_kernel(space, dy.data(), x.data(), dx.data(), x.extent(0));
+  detail::with_access(
+      [&](auto dys, auto xs, auto dxs) { detail::gelu_backward_kernel(space, dys, xs, dxs, x.extent(0)); }, dy, x, dx);
 }
 
 /// \brief dx = dy · GELU'(x) elementwise, as gelu_backward, and dbias(m) += Σ_n dx(n, m) of the
@@ -152,8 +161,11 @@ void gelu_backward_and_bias_grad(const ExecutionSpace& space, const Kokkos::View
   detail::check_extent("kamp::gelu_backward_and_bias_grad", "dx rows", dx.extent(0), x.extent(0));
   detail::check_extent("kamp::gelu_backward_and_bias_grad", "dx columns", dx.extent(1), x.extent(1));
   detail::check_extent("kamp::gelu_backward_and_bias_grad", "dbias", dbias.extent(0), x.extent(1));
-  detail::gelu_backward_bias_grad_kernel(space, dy.data(), dy.stride(0), x.data(), x.stride(0), dx.data(), dx.stride(0),
-                                         x.extent(0), x.extent(1), dbias.data());
+  detail::with_access(
+      [&](auto dys, auto xs, auto dxs, auto db) {
+        detail::gelu_backward_bias_grad_kernel(space, dys, xs, dxs, x.extent(0), x.extent(1), db);
+      },
+      dy, x, dx, dbias);
 }
 
 }  // namespace kamp

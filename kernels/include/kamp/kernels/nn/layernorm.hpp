@@ -15,9 +15,9 @@ namespace detail {
 /// normalize bit for bit alike: the row's mean, its centred variance, y = (x - mean) rstd gamma +
 /// beta rounded to Y, and the row's mean and rstd. Every loop reads the row `xr` from memory, so
 /// the two kernels run the very same loops (a CPU's vectorized sums add in the same order).
-template <class Member, class X, class P, class Y, class S>
-KOKKOS_INLINE_FUNCTION void layernorm_row(const Member& m, const X* KAMP_RESTRICT xr, const P* g, const P* b,
-                                          Y* KAMP_RESTRICT yr, S* mean, S* rstd, std::int64_t c, S epsilon) {
+template <class Member, class XR, class PA, class YR, class S>
+KOKKOS_INLINE_FUNCTION void layernorm_row(const Member& m, restrict_t<XR> xr, PA g, PA b, restrict_t<YR> yr, S* mean,
+                                          S* rstd, std::int64_t c, S epsilon) {
   using acc = S;
   const acc mu = row_sum<acc>(m, c, [&](std::int64_t i) { return load_as<acc>(xr + i); }) / acc(c);
   // Two passes over a row in cache: the centred variance does not cancel catastrophically.
@@ -43,23 +43,33 @@ constexpr kernel_arithmetic layernorm_forward_arithmetic(std::int64_t n, std::in
          double(n) * kernel_arithmetic{0, 0, 1, 1};
 }
 
-template <class ExecutionSpace, class X, class P, class Y, class S>
-void layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const P* g, const P* b, Y* ys,
-                              std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
+template <class ExecutionSpace, class XM, class PA, class YM, class SA>
+void layernorm_forward_kernel(const ExecutionSpace& space, XM xs, PA g, PA b, YM ys, SA ms, SA rs, std::int64_t n,
+                              std::int64_t c, value_of<SA> epsilon) {
+  using X = typename XM::value_type;
+  using P = value_of<PA>;
+  using Y = typename YM::value_type;
+  using S = value_of<SA>;
   report_traffic("kamp::layernorm_forward",
                  elements_bytes<X, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n),
                  layernorm_forward_arithmetic<X, Y>(n, c));
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::layernorm_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
-        layernorm_row(m, xs + row * ldx, g, b, ys + row * ldy, ms + row, rs + row, c, epsilon);
+        layernorm_row<member, decltype(xs.row(row)), PA, decltype(ys.row(row))>(m, xs.row(row), g, b, ys.row(row),
+                                                                                 ms + row, rs + row, c, epsilon);
       });
 }
 
-template <class ExecutionSpace, class X, class B, class P, class O, class Y, class S>
-void residual_layernorm_forward_kernel(const ExecutionSpace& space, const X* xs, std::int64_t ldx, const B* bs,
-                                       std::int64_t ldb, const P* g, const P* b, O* os, std::int64_t ldo, Y* ys,
-                                       std::int64_t ldy, S* ms, S* rs, std::int64_t n, std::int64_t c, S epsilon) {
+template <class ExecutionSpace, class XM, class BM, class PA, class OM, class YM, class SA>
+void residual_layernorm_forward_kernel(const ExecutionSpace& space, XM xs, BM bs, PA g, PA b, OM os, YM ys, SA ms,
+                                       SA rs, std::int64_t n, std::int64_t c, value_of<SA> epsilon) {
+  using X = typename XM::value_type;
+  using B = typename BM::value_type;
+  using P = value_of<PA>;
+  using O = typename OM::value_type;
+  using Y = typename YM::value_type;
+  using S = value_of<SA>;
   // x and branch are read once and out written once; LayerNorm re-reads out's row from cache.
   report_traffic("kamp::residual_layernorm_forward",
                  elements_bytes<X, B, O, Y>(n * c) + elements_bytes<P, P>(c) + elements_bytes<S, S>(n),
@@ -69,20 +79,26 @@ void residual_layernorm_forward_kernel(const ExecutionSpace& space, const X* xs,
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::residual_layernorm_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
-        const X* KAMP_RESTRICT xr = xs + row * ldx;
+        const restrict_t<decltype(xs.row(row))> xr = xs.row(row);
         // Not restrict: out may be branch itself, each element read before the same lane writes it.
-        const B* br = bs + row * ldb;
-        O* outr = os + row * ldo;
+        const auto br = bs.row(row);
+        const auto outr = os.row(row);
         row_for(m, c, [&](std::int64_t i) { store_nearest(outr + i, load_as<acc>(xr + i) + load_as<acc>(br + i)); });
         // No barrier: row_for and row_sum hand each lane the same indices, so lanes read back their own stores.
-        layernorm_row(m, outr, g, b, ys + row * ldy, ms + row, rs + row, c, epsilon);
+        layernorm_row<member, decltype(outr), PA, decltype(ys.row(row))>(m, outr, g, b, ys.row(row), ms + row, rs + row,
+                                                                         c, epsilon);
       });
 }
 
-template <class ExecutionSpace, class DY, class X, class P, class DX, class S, class G>
-void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::int64_t ldd, const X* xs,
-                               std::int64_t ld, const P* g, const S* ms, const S* rs, DX* dxs, std::int64_t ldx, G* dg,
-                               G* db, std::int64_t n, std::int64_t c) {
+template <class ExecutionSpace, class DYM, class XM, class PA, class SA, class DXM, class GA>
+void layernorm_backward_kernel(const ExecutionSpace& space, DYM dys, XM xs, PA g, SA ms, SA rs, DXM dxs, GA dg, GA db,
+                               std::int64_t n, std::int64_t c) {
+  using DY = typename DYM::value_type;
+  using X = typename XM::value_type;
+  using P = value_of<PA>;
+  using S = value_of<SA>;
+  using DX = typename DXM::value_type;
+  using G = value_of<GA>;
   // dx is accumulated into (read and written); the parameter pass reads dy and x again.
   // Per element: dy·gamma and its sum (2), the second sum (4), dx (7), each pass's loads; per
   // row two divisions.
@@ -97,15 +113,15 @@ void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::
   using member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   for_each_row(
       "kamp::layernorm_backward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
-        const X* KAMP_RESTRICT xr = xs + row * ld;
-        const DY* KAMP_RESTRICT dyr = dys + row * ldd;
+        const restrict_t<decltype(xs.row(row))> xr = xs.row(row);
+        const restrict_t<decltype(dys.row(row))> dyr = dys.row(row);
         const acc mu = ms[row], r = rs[row];
         // dx = r (dŷ - mean(dŷ) - x̂ mean(dŷ x̂)) with dŷ = dy gamma.
         const auto d = [&](std::int64_t i) { return load_as<acc>(dyr + i) * load_as<acc>(g + i); };
         const acc mean_d = row_sum<acc>(m, c, d) / acc(c);
         const acc mean_dx =
             row_sum<acc>(m, c, [&](std::int64_t i) { return d(i) * (load_as<acc>(xr + i) - mu) * r; }) / acc(c);
-        DX* KAMP_RESTRICT out = dxs + row * ldx;
+        const restrict_t<decltype(dxs.row(row))> out = dxs.row(row);
         row_for(m, c, [&](std::int64_t i) {
           const acc xhat = (load_as<acc>(xr + i) - mu) * r;
           store_nearest(out + i, load_as<acc>(out + i) + r * (d(i) - mean_d - xhat * mean_dx));
@@ -121,14 +137,14 @@ void layernorm_backward_kernel(const ExecutionSpace& space, const DY* dys, std::
           const acc mu = ms[row], r = rs[row];
           KAMP_SIMD()
           for (std::int64_t i = 0; i < width; ++i) {
-            const acc d = load_as<acc>(dys + row * ldd + c0 + i);
-            sg[i] += d * (load_as<acc>(xs + row * ld + c0 + i) - mu) * r;
+            const acc d = load_as<acc>(dys.at(row, c0 + i));
+            sg[i] += d * (load_as<acc>(xs.at(row, c0 + i)) - mu) * r;
             sb[i] += d;
           }
         }
         for (std::int64_t i = 0; i < width; ++i) {
-          store_nearest(dg + c0 + i, load_as<acc>(dg + c0 + i) + sg[i]);
-          store_nearest(db + c0 + i, load_as<acc>(db + c0 + i) + sb[i]);
+          store_nearest(dg + (c0 + i), load_as<acc>(dg + (c0 + i)) + sg[i]);
+          store_nearest(db + (c0 + i), load_as<acc>(db + (c0 + i)) + sb[i]);
         }
       });
 }
@@ -151,11 +167,15 @@ void layernorm_forward(const ExecutionSpace& space, const Kokkos::View<X**, XP..
   const std::int64_t n = x.extent(0), c = x.extent(1);
   detail::check_extent("kamp::layernorm_forward", "gamma", gamma.extent(0), c);
   detail::check_extent("kamp::layernorm_forward", "beta", beta.extent(0), c);
-  detail::check_extent("kamp::layernorm_forward", "y", y.extent(0) * y.extent(1), n * c);
+  detail::check_extent("kamp::layernorm_forward", "y rows", y.extent(0), n);
+  detail::check_extent("kamp::layernorm_forward", "y columns", y.extent(1), c);
   detail::check_extent("kamp::layernorm_forward", "mean", mean.extent(0), n);
   detail::check_extent("kamp::layernorm_forward", "rstd", rstd.extent(0), n);
-  detail::layernorm_forward_kernel(space, x.data(), x.stride(0), gamma.data(), beta.data(), y.data(), y.stride(0),
-                                   mean.data(), rstd.data(), n, c, static_cast<S>(eps));
+  detail::with_access(
+      [&](auto xs, auto g, auto b, auto ys, auto ms, auto rs) {
+        detail::layernorm_forward_kernel(space, xs, g, b, ys, ms, rs, n, c, static_cast<S>(eps));
+      },
+      x, gamma, beta, y, mean, rstd);
 }
 
 /// \brief out = x + branch (the residual stream's update) and y = LayerNorm(out), in one pass
@@ -188,14 +208,17 @@ void residual_layernorm_forward(const ExecutionSpace& space, const Kokkos::View<
   detail::check_extent(api, "beta", beta.extent(0), c);
   detail::check_extent(api, "out rows", out.extent(0), n);
   detail::check_extent(api, "out columns", out.extent(1), c);
-  detail::check_extent(api, "y", y.extent(0) * y.extent(1), n * c);
+  detail::check_extent(api, "y rows", y.extent(0), n);
+  detail::check_extent(api, "y columns", y.extent(1), c);
   detail::check_extent(api, "mean", mean.extent(0), n);
   detail::check_extent(api, "rstd", rstd.extent(0), n);
   if (n > 0 && c > 0 && static_cast<const void*>(out.data()) == static_cast<const void*>(x.data()))
     throw std::invalid_argument("kamp::residual_layernorm_forward: out may be branch itself but not x");
-  detail::residual_layernorm_forward_kernel(space, x.data(), x.stride(0), branch.data(), branch.stride(0), gamma.data(),
-                                            beta.data(), out.data(), out.stride(0), y.data(), y.stride(0), mean.data(),
-                                            rstd.data(), n, c, static_cast<S>(eps));
+  detail::with_access(
+      [&](auto xs, auto bs, auto g, auto b, auto os, auto ys, auto ms, auto rs) {
+        detail::residual_layernorm_forward_kernel(space, xs, bs, g, b, os, ys, ms, rs, n, c, static_cast<S>(eps));
+      },
+      x, branch, gamma, beta, out, y, mean, rstd);
 }
 
 /// \brief The LayerNorm backward pass: dx += dL/dx, dgamma += Σ dy·x̂, dbeta += Σ dy.
@@ -211,13 +234,20 @@ void layernorm_backward(const ExecutionSpace& space, const Kokkos::View<DY**, DY
                         const Kokkos::View<DX**, DXP...>& dx, const Kokkos::View<G*, GP...>& dgamma,
                         const Kokkos::View<G*, GP...>& dbeta) {
   const std::int64_t n = x.extent(0), c = x.extent(1);
-  detail::check_extent("kamp::layernorm_backward", "dy", dy.extent(0) * dy.extent(1), n * c);
-  detail::check_extent("kamp::layernorm_backward", "dx", dx.extent(0) * dx.extent(1), n * c);
+  detail::check_extent("kamp::layernorm_backward", "dy rows", dy.extent(0), n);
+  detail::check_extent("kamp::layernorm_backward", "dy columns", dy.extent(1), c);
+  detail::check_extent("kamp::layernorm_backward", "dx rows", dx.extent(0), n);
+  detail::check_extent("kamp::layernorm_backward", "dx columns", dx.extent(1), c);
+  detail::check_extent("kamp::layernorm_backward", "mean", mean.extent(0), n);
+  detail::check_extent("kamp::layernorm_backward", "rstd", rstd.extent(0), n);
   detail::check_extent("kamp::layernorm_backward", "gamma", gamma.extent(0), c);
   detail::check_extent("kamp::layernorm_backward", "dgamma", dgamma.extent(0), c);
   detail::check_extent("kamp::layernorm_backward", "dbeta", dbeta.extent(0), c);
-  detail::layernorm_backward_kernel(space, dy.data(), dy.stride(0), x.data(), x.stride(0), gamma.data(), mean.data(),
-                                    rstd.data(), dx.data(), dx.stride(0), dgamma.data(), dbeta.data(), n, c);
+  detail::with_access(
+      [&](auto dys, auto xs, auto g, auto ms, auto rs, auto dxs, auto dg, auto db) {
+        detail::layernorm_backward_kernel(space, dys, xs, g, ms, rs, dxs, dg, db, n, c);
+      },
+      dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
 }
 
 }  // namespace kamp

@@ -3,6 +3,7 @@
 
 #include <kamp/kernels/detail/chunked_range.hpp>
 #include <kamp/kernels/detail/kokkos_compat.hpp>
+#include <kamp/kernels/detail/view_access.hpp>
 #include <kamp/numeric/accum_type.hpp>
 #include <kamp/numeric/detail/bit_cast.hpp>
 #include <kamp/numeric/element_access.hpp>
