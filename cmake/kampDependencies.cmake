@@ -38,6 +38,19 @@ include(kampOptionalDependency)
 # MPI and HDF5 (the parallel library with MPI, else a fallback without MPI).
 include(kampHdf5)
 
+# yaml-cpp reads session configs: kamp's keys and TorchFort's YAML (JSON is read as YAML too).
+find_package(yaml-cpp QUIET)
+if(NOT yaml-cpp_FOUND)
+  message(FATAL_ERROR "kamp needs yaml-cpp for session configs: run tools/setup.sh, or apt-get install "
+                      "libyaml-cpp-dev, or point yaml-cpp_DIR at an installation")
+endif()
+# yaml-cpp 0.7 (Debian 12) names its target yaml-cpp, 0.8 yaml-cpp::yaml-cpp.
+if(TARGET yaml-cpp::yaml-cpp)
+  set(KAMP_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(KAMP_YAML_TARGET yaml-cpp)
+endif()
+
 # Vendor GEMM paths ("TPLs"); without them the portable kernel runs.
 # Kokkos Kernels usually sits in Kokkos' prefix; look there too (config mode).
 get_filename_component(kamp_kokkos_prefix "${Kokkos_DIR}/../../.." ABSOLUTE)

@@ -17,7 +17,7 @@ root="$KAMP_CACHE_DIR/sid-root"
 mirror=${KAMP_SID_MIRROR:-http://deb.debian.org/debian}
 log="$KAMP_CACHE_DIR/sid.log"
 packages=(g++ cmake ninja-build pkg-config binutils ccache libkokkos-dev libhdf5-dev libhdf5-openmpi-dev hdf5-tools catch2 libdnnl-dev
-          libopenblas-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libbenchmark-dev python3-h5py)
+          libopenblas-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libbenchmark-dev python3-h5py)
 # Kokkos 4: Trilinos' Kokkos and Kokkos Kernels with their runtime libraries and the TPL files
 # (trilinos-dev) their CMake packages include; only unpacked, never installed.
 kokkos4_debs=(libtrilinos-kokkos-16.1 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-16.1

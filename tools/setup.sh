@@ -10,7 +10,7 @@ kamp_step "Debian packages"
   "on other systems install Kokkos, HDF5, Catch2 2, MPI and OpenBLAS yourself and follow README's 'Building on a cluster'"
 kamp_apt_install build-essential ccache cmake ninja-build pkg-config dpkg-dev xz-utils patch ca-certificates \
   libhdf5-dev libhdf5-openmpi-dev hdf5-tools libopenmpi-dev openmpi-bin \
-  catch2 libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev python3-h5py \
+  catch2 libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libbenchmark-dev python3-h5py \
   python3-matplotlib procps clang-format libsentencepiece-dev sentencepiece \
   slurmctld slurmd slurm-client munge
 if [ "${1:-}" = "--example-text" ]; then

@@ -3,6 +3,7 @@
 #include "amp_kernels.hpp"
 #include "checkpoint.hpp"
 #include "gemm.hpp"
+#include "mlp.hpp"
 #include "report.hpp"
 #include "shape.hpp"
 #include "train.hpp"
@@ -33,8 +34,12 @@ int main(int argc, char* argv[]) {
   int train_steps = 20;
   app.add_option("--suite", suite,
                  "which benchmarks: amp, gemm, train, checkpoint or all (default all); or shape: training steps of "
-                 "the model the model options give (tools/bench-scaling.sh), not part of all")
-      ->check(CLI::IsMember({"amp", "gemm", "train", "checkpoint", "all", "shape"}));
+                 "the model the model options give (tools/bench-scaling.sh); or mlp: training sessions of surrogate "
+                 "MLPs against PyTorch (Debian's python3-torch) in the same run; shape and mlp are not part of all")
+      ->check(CLI::IsMember({"amp", "gemm", "train", "checkpoint", "all", "shape", "mlp"}));
+  int rounds = 3;
+  app.add_option("--rounds", rounds, "mlp suite: rounds of kamp and PyTorch in alternation (default 3)")
+      ->check(CLI::Range(1, 100));
   kamp::gpt_config shape;
   int shape_batch = 4;
   std::vector<std::string> shape_modes{"fp32", "amp_bf16"};
@@ -88,6 +93,7 @@ int main(int argc, char* argv[]) {
   if (suite == "train" || suite == "all")
     kamp::bench::training_steps(out, shape, app.count("--batch") > 0 ? shape_batch : 0, train_steps, profile);
   if (suite == "checkpoint" || suite == "all") kamp::bench::checkpoints(out, std::min(repeat, 5), checkpoint_dir);
+  if (suite == "mlp") kamp::bench::mlp_sessions(out, train_steps, rounds, KAMP_BENCH_SCRIPTS);
   if (suite == "shape") {
     std::vector<kamp::precision_mode> modes;
     for (const std::string& m : shape_modes) modes.push_back(kamp::parse_precision_mode(m));

@@ -26,9 +26,9 @@ using kamp::fp16;
 
 struct right {};
 struct left {};
-struct stepped {};      // LayoutStride, every third element: no unit stride in either dimension
-struct padded_left {};  // LayoutStride, contiguous columns with a leading dimension
-struct padded_right {}; // LayoutStride, contiguous rows with a leading dimension (GEMM operands)
+struct stepped {};       // LayoutStride, every third element: no unit stride in either dimension
+struct padded_left {};   // LayoutStride, contiguous columns with a leading dimension
+struct padded_right {};  // LayoutStride, contiguous rows with a leading dimension (GEMM operands)
 
 template <class T, class Space>
 using right_matrix = Kokkos::View<T**, Kokkos::LayoutRight, typename Space::memory_space>;
@@ -80,9 +80,8 @@ void fill(const View& v, const std::vector<T>& values) {
     const auto flat = kamp::test::to_device<T, Space>(values, "values");
     const std::size_t cols = v.extent(1);
     Kokkos::parallel_for(
-        Kokkos::RangePolicy<Space>(0, v.extent(0) * cols), KOKKOS_LAMBDA(std::size_t i) {
-          v(i / cols, i % cols) = flat(i);
-        });
+        Kokkos::RangePolicy<Space>(0, v.extent(0) * cols),
+        KOKKOS_LAMBDA(std::size_t i) { v(i / cols, i % cols) = flat(i); });
   }
   Kokkos::fence();
 }
@@ -146,9 +145,10 @@ void for_each_layout(const F& f) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("every layout (LayoutRight, LayoutLeft, LayoutStride): element-wise kernels match LayoutRight "
-                   "bit for bit",
-                   "[kernels][layout]", KAMP_TEST_EXECUTION_SPACES) {
+TEMPLATE_TEST_CASE(
+    "every layout (LayoutRight, LayoutLeft, LayoutStride): element-wise kernels match LayoutRight "
+    "bit for bit",
+    "[kernels][layout]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   using memory = typename Space::memory_space;
   const std::size_t n = 4099;
@@ -194,8 +194,7 @@ TEMPLATE_TEST_CASE("every layout (LayoutRight, LayoutLeft, LayoutStride): elemen
     optimizer.initialize(Space(), in, y);
     const auto grads = vector_in<float, Space>(layout, n);
     fill<Space>(grads, dy);
-    for (int step = 0; step < 3; ++step)
-      optimizer.step(Space(), y, grads, kamp::gradient_control<memory>{}, 1e-2f);
+    for (int step = 0; step < 3; ++step) optimizer.step(Space(), y, grads, kamp::gradient_control<memory>{}, 1e-2f);
     b16.push_back(values_of<Space>(y));
     f32.push_back(kamp::test::to_host(optimizer.master()));
     return std::make_tuple(f32, b16, h16);
@@ -343,9 +342,10 @@ TEMPLATE_TEST_CASE("every layout (LayoutRight, LayoutLeft, LayoutStride): row an
   });
 }
 
-TEMPLATE_TEST_CASE("every layout (LayoutRight, LayoutLeft, LayoutStride): gemm maps every operand layout onto "
-                   "transposes, against fp64",
-                   "[kernels][layout][gemm]", KAMP_TEST_EXECUTION_SPACES) {
+TEMPLATE_TEST_CASE(
+    "every layout (LayoutRight, LayoutLeft, LayoutStride): gemm maps every operand layout onto "
+    "transposes, against fp64",
+    "[kernels][layout][gemm]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
   using memory = typename Space::memory_space;
   const int m = 19, k = 23, nn = 17;
@@ -416,8 +416,7 @@ TEMPLATE_TEST_CASE("every layout: kernels that need contiguous row-major views r
   using Space = TestType;
   const auto scores = matrix_in<float, Space>(stepped{}, 8, 8);
   const auto probs = matrix_in<bf16, Space>(right{}, 8, 8);
-  CHECK_THROWS_WITH(kamp::causal_softmax_forward(Space(), scores, probs),
-                    kamp::test::contains("'stepped' is strided"));
+  CHECK_THROWS_WITH(kamp::causal_softmax_forward(Space(), scores, probs), kamp::test::contains("'stepped' is strided"));
   // A matrix with neither contiguous rows nor contiguous columns cannot go to a GEMM library.
   const auto c = matrix_in<float, Space>(right{}, 8, 8);
   CHECK_THROWS_WITH(kamp::gemm(Space(), kamp::op::none, kamp::op::none, 1.0f, scores, scores, 0.0f, c),

@@ -8,6 +8,7 @@
 #include <kamp/model/config/gpt_config.hpp>
 #include <kamp/model/config/precision_policy.hpp>
 #include <kamp/model/config/run_request.hpp>
+#include <kamp/model/config/session_config.hpp>
 #include <kamp/model/config/sharding.hpp>
 #include <kamp/model/config/train_options.hpp>
 
@@ -18,6 +19,7 @@
 #include <kamp/model/network/gpt.hpp>
 #include <kamp/model/network/gpt_parameters.hpp>
 #include <kamp/model/network/initial_weights.hpp>
+#include <kamp/model/network/mlp.hpp>
 #include <kamp/model/network/sampling.hpp>
 #include <kamp/model/network/unit_hooks.hpp>
 #include <kamp/model/network/weight_binding.hpp>
@@ -36,6 +38,7 @@
 #include <kamp/model/training/data.hpp>
 #include <kamp/model/training/device_batches.hpp>
 #include <kamp/model/training/lr_schedule.hpp>
+#include <kamp/model/training/session.hpp>
 #include <kamp/model/training/trainer.hpp>
 
 #include <kamp/model/diagnostics/doctor.hpp>

@@ -208,8 +208,7 @@ void fused_optimizer<Rule, Model, Grad, Moment, MemorySpace>::step(const Executi
           case store_scheme::master_nearest:
             return detail::fused_update<Rule, store_scheme::master_nearest>(space, arrays, scalars_, n_, rounding_);
           case store_scheme::master_stochastic:
-            return detail::fused_update<Rule, store_scheme::master_stochastic>(space, arrays, scalars_, n_,
-                                                                                rounding_);
+            return detail::fused_update<Rule, store_scheme::master_stochastic>(space, arrays, scalars_, n_, rounding_);
           case store_scheme::nearest:
             return detail::fused_update<Rule, store_scheme::nearest>(space, arrays, scalars_, n_, rounding_);
           case store_scheme::stochastic:

@@ -70,9 +70,9 @@ inline constexpr bool has_run_time_strides = std::is_same_v<typename View::array
 
 /// The layouts kamp's kernels take. Any other (LayoutTiled, a user's own) is refused at compile time.
 template <class View>
-inline constexpr bool supported_layout = std::is_same_v<typename View::array_layout, Kokkos::LayoutRight> ||
-                                         std::is_same_v<typename View::array_layout, Kokkos::LayoutLeft> ||
-                                         has_run_time_strides<View>;
+inline constexpr bool supported_layout =
+    std::is_same_v<typename View::array_layout, Kokkos::LayoutRight> ||
+    std::is_same_v<typename View::array_layout, Kokkos::LayoutLeft> || has_run_time_strides<View>;
 
 /// Whether the elements a kernel walks innermost (a vector's, a row's) are adjacent in memory.
 template <class View>

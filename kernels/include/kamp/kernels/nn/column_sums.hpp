@@ -115,8 +115,8 @@ void cast_and_column_sums_kernel(const ExecutionSpace& space, XM src, YM dst, st
 template <class ExecutionSpace, class X, class S, class... XP, class... SP>
 void column_sums(const ExecutionSpace& space, const Kokkos::View<X**, XP...>& x, const Kokkos::View<S*, SP...>& sums) {
   detail::check_extent("kamp::column_sums", "sums", sums.extent(0), x.extent(1));
-  detail::with_access(
-      [&](auto xs, auto ss) { detail::column_sums_kernel(space, xs, x.extent(0), x.extent(1), ss); }, x, sums);
+  detail::with_access([&](auto xs, auto ss) { detail::column_sums_kernel(space, xs, x.extent(0), x.extent(1), ss); }, x,
+                      sums);
 }
 
 /// \brief y(n, c) = x(n, c) rounded to nearest even in y's type, and sums(c) += Σ_n x(n, c) of

@@ -57,7 +57,7 @@ void layernorm_forward_kernel(const ExecutionSpace& space, XM xs, PA g, PA b, YM
   for_each_row(
       "kamp::layernorm_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t row) {
         layernorm_row<member, decltype(xs.row(row)), PA, decltype(ys.row(row))>(m, xs.row(row), g, b, ys.row(row),
-                                                                                 ms + row, rs + row, c, epsilon);
+                                                                                ms + row, rs + row, c, epsilon);
       });
 }
 
@@ -243,11 +243,9 @@ void layernorm_backward(const ExecutionSpace& space, const Kokkos::View<DY**, DY
   detail::check_extent("kamp::layernorm_backward", "gamma", gamma.extent(0), c);
   detail::check_extent("kamp::layernorm_backward", "dgamma", dgamma.extent(0), c);
   detail::check_extent("kamp::layernorm_backward", "dbeta", dbeta.extent(0), c);
-  detail::with_access(
-      [&](auto dys, auto xs, auto g, auto ms, auto rs, auto dxs, auto dg, auto db) {
-        detail::layernorm_backward_kernel(space, dys, xs, g, ms, rs, dxs, dg, db, n, c);
-      },
-      dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+  detail::with_access([&](auto dys, auto xs, auto g, auto ms, auto rs, auto dxs, auto dg,
+                          auto db) { detail::layernorm_backward_kernel(space, dys, xs, g, ms, rs, dxs, dg, db, n, c); },
+                      dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
 }
 
 }  // namespace kamp
