@@ -86,6 +86,15 @@ void fill(const View& v, const std::vector<T>& values) {
   Kokkos::fence();
 }
 
+/// Element i of a vector, or element i of a matrix's row-major order.
+template <class View>
+KOKKOS_INLINE_FUNCTION typename View::reference_type element(const View& v, std::size_t i, std::size_t cols) {
+  if constexpr (View::rank == 1)
+    return v(i);
+  else
+    return v(i / cols, i % cols);
+}
+
 /// Any device view's values on the host, row-major.
 template <class Space, class View>
 std::vector<typename View::non_const_value_type> values_of(const View& v) {
@@ -93,12 +102,7 @@ std::vector<typename View::non_const_value_type> values_of(const View& v) {
   const std::size_t rows = v.extent(0), cols = View::rank == 2 ? v.extent(1) : 1;
   Kokkos::View<T*, typename Space::memory_space> flat("flat", rows * cols);
   Kokkos::parallel_for(
-      Kokkos::RangePolicy<Space>(0, rows * cols), KOKKOS_LAMBDA(std::size_t i) {
-        if constexpr (View::rank == 1)
-          flat(i) = v(i);
-        else
-          flat(i) = v(i / cols, i % cols);
-      });
+      Kokkos::RangePolicy<Space>(0, rows * cols), KOKKOS_LAMBDA(std::size_t i) { flat(i) = element(v, i, cols); });
   Kokkos::fence();
   return kamp::test::to_host(flat);
 }

@@ -298,10 +298,10 @@ TEMPLATE_TEST_CASE("embedding backward sums the rows of each token and position"
   const std::vector<int> tokens{1, 4, 4, 0, 8, 1, 4, 2, 0, 0, 7, 1};
   auto wte = normal_doubles(vocab * c, 1.0, 41), wpe = normal_doubles(t * c, 1.0, 42);
   const auto w = normal_doubles(batch * t * c, 1.0, 43);
-  Kokkos::View<int**, typename Space::memory_space> tok("tokens", batch, t);
+  Kokkos::View<int**, Kokkos::LayoutRight, typename Space::memory_space> tok("tokens", batch, t);
   Kokkos::deep_copy(tok,
                     Kokkos::View<const int**, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(tokens.data(), batch, t));
-  const Kokkos::View<const int**, typename Space::memory_space> ctok = tok;
+  const Kokkos::View<const int**, Kokkos::LayoutRight, typename Space::memory_space> ctok = tok;
   const auto loss = [&] {
     const dmat<Space> out("out", batch * t, c);
     kamp::embedding_forward(Space(), ctok, matrix_from<Space>(wte, vocab, c), matrix_from<Space>(wpe, t, c), out);

@@ -84,9 +84,11 @@ void activation_forward_kernel(const ExecutionSpace& space, XM xs, SM skips, YM 
       "kamp::activation_forward", space, n, KOKKOS_LAMBDA(const member& m, std::int64_t r) {
         const auto x = xs.row(r);
         const auto y = ys.row(r);
+        // Read outside `if constexpr`: nvcc's device lambdas cannot first capture a variable there.
+        const auto skip = skips.row(r);
         row_for(m, c, [&](std::int64_t i) {
           acc v = activate<A>(load_as<acc>(x + i));
-          if constexpr (Skip) v += load_as<acc>(skips.row(r) + i);
+          if constexpr (Skip) v += load_as<acc>(skip + i);
           store_nearest(y + i, v);
         });
       });

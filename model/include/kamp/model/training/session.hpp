@@ -101,10 +101,13 @@ void unstage_rows(const ExecutionSpace& space, const typename session_engine<Exe
       "kamp::session::unstage", Kokkos::RangePolicy<ExecutionSpace>(space, 0, int(staged.extent(0))),
       KOKKOS_LAMBDA(int r) {
         for (int j = 0; j < cols; ++j) {
+          // Both read outside `if constexpr`, where nvcc's device lambdas cannot first capture.
+          U* const out = &target(r, j);
+          const float value = staged(r, j);
           if constexpr (std::is_same_v<U, double>)
-            target(r, j) = double(staged(r, j));
+            *out = double(value);
           else
-            store_nearest(&target(r, j), staged(r, j));
+            store_nearest(out, value);
         }
       });
 }
