@@ -20,6 +20,12 @@ if [ "${1:-}" = --prepare ]; then
   cp -r /usr/include/catch2 /usr/include/CLI /usr/include/nlohmann "$carry/deps/include/"
   cp -r /usr/lib/cmake/Catch2 "$carry/deps/lib/cmake/"
   cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$carry/deps/share/cmake/"
+  # yaml-cpp (session configs): its CMake package finds the library relative to itself.
+  multiarch_dir=$(gcc -print-multiarch)
+  mkdir -p "$carry/deps/lib/$multiarch_dir/cmake"
+  cp -r /usr/include/yaml-cpp "$carry/deps/include/"
+  cp -r "/usr/lib/$multiarch_dir/cmake/yaml-cpp" "$carry/deps/lib/$multiarch_dir/cmake/"
+  cp -P "/usr/lib/$multiarch_dir"/libyaml-cpp.so* "$carry/deps/lib/$multiarch_dir/"
   mkdir -p "$carry/deps/hdf5/include" "$carry/deps/hdf5/lib"
   cp -r /usr/include/hdf5/serial/. "$carry/deps/hdf5/include/"
   multiarch=/usr/lib/$(gcc -print-multiarch)
@@ -43,6 +49,9 @@ echo "== Kokkos built after $(( $(date +%s) - t0 )) s"
 build="$carry/build-cuda"
 # HDF5 from the carried copy unless the machine has its own (h5cc on PATH).
 command -v h5cc >/dev/null || export HDF5_ROOT="$carry/deps/hdf5" LD_LIBRARY_PATH="$carry/deps/hdf5/lib:${LD_LIBRARY_PATH:-}"
+for dir in "$carry"/deps/lib/*-linux-gnu; do
+  if [ -d "$dir" ]; then export LD_LIBRARY_PATH="$dir:${LD_LIBRARY_PATH:-}"; fi
+done
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" \
   -DKokkos_ROOT="$prefix" -DCMAKE_PREFIX_PATH="$carry/deps" >"$build.log" 2>&1 || { tail -n 30 "$build.log"; exit 1; }
 cmake --build "$build" -j "$KAMP_JOBS" >>"$build.log" 2>&1 || { grep -A4 error "$build.log" | head -n 60; exit 1; }

@@ -2,9 +2,9 @@
 // (Kokkos' default on GPUs, Fortran's order), and LayoutStride sub-views with no unit stride at
 // all (every third element) or with contiguous columns and a leading dimension (the interior of
 // a padded column-major array). Each result must equal the LayoutRight result of the same
-// kernel (element-wise kernels bit for bit; row and column reductions within a few ulps, since
-// a vectorized sum over strided addresses may add in another order), and the two cases that
-// once gave silently wrong results are checked against fp64 directly.
+// kernel (conversions bit for bit; formulas a compiler may contract and reductions within a few
+// ulps, since a loop over strided addresses may be compiled and summed in another order), and the
+// two cases that once gave silently wrong results are checked against fp64 directly.
 #include <kamp/kamp.hpp>
 
 #include "../support/catch.hpp"
@@ -124,7 +124,7 @@ double value_of(T x) {
     return double(kamp::to_float(x));
 }
 
-/// Bitwise equality (element-wise kernels) or agreement within `ulps` of T's precision relative
+/// Bitwise equality (ulps 0) or agreement within `ulps` of T's precision relative
 /// to the row's scale (reductions).
 template <class T>
 void require_same(const std::vector<T>& got, const std::vector<T>& want, double ulps, const char* what) {
@@ -150,7 +150,7 @@ void for_each_layout(const F& f) {
 }  // namespace
 
 TEMPLATE_TEST_CASE(
-    "every layout (LayoutRight, LayoutLeft, LayoutStride): element-wise kernels match LayoutRight "
+    "every layout (LayoutRight, LayoutLeft, LayoutStride): element-wise kernels match LayoutRight, conversions "
     "bit for bit",
     "[kernels][layout]", KAMP_TEST_EXECUTION_SPACES) {
   using Space = TestType;
@@ -208,10 +208,14 @@ TEMPLATE_TEST_CASE(
   for_each_layout([&](auto layout, const char* name) {
     INFO(name);
     const auto got = run(layout);
+    // Conversions, the unscaled gradients and the range bit for bit; GELU, the norm's fp64 sum and
+    // AdamW within a few ulps: a compiler may contract their formulas into multiply-adds (and order
+    // a vectorized sum) differently in a contiguous loop and a strided one (g++ 16 without OpenMP).
+    const double f32_ulps[] = {0, 4, 0, 2, 0, 4}, b16_ulps[] = {0, 1, 1};
     for (std::size_t k = 0; k < std::get<0>(want).size(); ++k)
-      require_same(std::get<0>(got)[k], std::get<0>(want)[k], 0, "fp32 output");
+      require_same(std::get<0>(got)[k], std::get<0>(want)[k], f32_ulps[k], "fp32 output");
     for (std::size_t k = 0; k < std::get<1>(want).size(); ++k)
-      require_same(std::get<1>(got)[k], std::get<1>(want)[k], 0, "bf16 output");
+      require_same(std::get<1>(got)[k], std::get<1>(want)[k], b16_ulps[k], "bf16 output");
     for (std::size_t k = 0; k < std::get<2>(want).size(); ++k)
       require_same(std::get<2>(got)[k], std::get<2>(want)[k], 0, "fp16 output");
   });
