@@ -12,7 +12,7 @@ kamp_configure_check sanitizers "with -fsanitize=address,undefined" -DCMAKE_CXX_
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DKAMP_ENABLE_MPI=OFF
 build=$check_build
 cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels kamp_test_nn kamp_test_model kamp_test_app_logic \
-  kamp-train kamp-generate kamp-inspect kamp-plan kamp-bench kamp_write_bit_patterns >/dev/null \
+  kamp-train kamp-generate kamp-inspect kamp-plan kamp-bench kamp_write_bit_patterns kamp_write_session >/dev/null \
   || kamp_die "building with sanitizers failed" "run the build in $build to see the errors"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # Leaks are checked too, except those wholly inside libhdf5 (tools/lsan.supp says which and why).

@@ -39,7 +39,7 @@ double train(const std::string& mode) {
     const auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), u);
     for (int i = 0; i < batch; ++i) error += std::pow(double(hy(i, 0)) - hu(i, 0), 2) / (16.0 * batch);
   }
-  const kamp::step_report r = s.report();
+  const kamp::session_report r = s.report();
   std::printf("  %-8s loss %.3e  skipped %lld  held-out mean squared error %.3e\n", mode.c_str(), r.loss,
               (long long)r.skipped_steps, error);
   return error;

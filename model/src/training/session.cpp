@@ -146,8 +146,8 @@ class mlp_engine final : public session_engine<ExecutionSpace> {
 
   Kokkos::View<const double, memory> loss() const override { return loss_; }
 
-  step_report report() const override {
-    step_report r;
+  session_report report() const override {
+    session_report r;
     r.train_steps = train_steps_;
     const loss_scale_state s = scaler_.host_state();
     r.skipped_steps = s.skipped_steps;

@@ -23,7 +23,7 @@ enum class skip_cause { none, non_finite_inputs, non_finite_labels, non_finite_g
 const char* name(skip_cause c);
 
 /// \brief A session's counters and its last step, read from the device (the call waits).
-struct step_report {
+struct session_report {
   std::int64_t train_steps = 0;      ///< train_step calls
   std::int64_t optimizer_steps = 0;  ///< optimizer steps taken (skipped ones excluded)
   std::int64_t skipped_steps = 0;    ///< optimizer steps skipped for inf/NaN
@@ -56,7 +56,7 @@ class session_engine {
   /// The network's (n, outputs) fp32 output for the staged inputs.
   virtual staging predict_staged(int n) = 0;
   virtual Kokkos::View<const double, memory_space> loss() const = 0;
-  virtual step_report report() const = 0;
+  virtual session_report report() const = 0;
   virtual const tensor_table& table() const = 0;
   virtual std::vector<float> weights() const = 0;
   virtual void save(const std::string& path) const = 0;
@@ -192,7 +192,7 @@ class session {
   /// The last micro-batch's mean loss, on the device (read it when you want; nothing waits).
   Kokkos::View<const double, memory_space> loss() const { return engine_->loss(); }
   /// The counters and the last step's outcome (waits for the device).
-  step_report report() const { return engine_->report(); }
+  session_report report() const { return engine_->report(); }
   /// Writes weights, optimizer state and counters to an HDF5 file (via `path`.tmp, then
   /// renamed): h5py reads a weight as f["model/layers.0.weight"].
   void save(const std::string& path) const { engine_->save(path); }
