@@ -419,4 +419,6 @@ TEST_CASE("session: a checkpoint resumes bit for bit, reads by layer name and re
   CHECK_THROWS_WITH(c.load((dir.path / "fp32.h5").string()), kamp::test::contains("other layer sizes"));
   CHECK_THROWS_WITH(c.load((dir.path / "missing.h5").string()), kamp::test::contains("missing.h5"));
   CHECK(c.weights() == before);
+  // Saves follow the output rule: a directory is refused by name, nothing is written.
+  CHECK_THROWS_WITH(c.save(dir.path.string()), kamp::test::contains("session checkpoint"));
 }

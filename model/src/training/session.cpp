@@ -9,6 +9,7 @@
 #include <kamp/kernels/unscale_and_check.hpp>
 #include <kamp/model/network/mlp.hpp>
 #include <kamp/model/state/checkpoint.hpp>
+#include <kamp/model/state/file_rules.hpp>
 
 #include "../state/hdf5.hpp"
 
@@ -369,7 +370,11 @@ template <class T, class ExecutionSpace>
 void mlp_engine<T, ExecutionSpace>::write(const std::string& path) const {
   const tensor_table& t = table();
   const std::vector<float> exact = weights();
+  // The project's output rule: never an input, a directory, a device or FIFO, or another user's
+  // file; a leftover or planted link at the temporary name is removed (the link, not its target).
+  check_output({"session checkpoint", path}, output_kind::document);
   const std::string tmp = path + ".tmp";
+  if (const std::string leftover = clear_temporary_path(tmp); !leftover.empty()) throw checkpoint_error(leftover);
   {
     h5::handle file = h5::create_file(tmp);
     h5::write_attribute(file.get(), "format", std::string(session_format));
