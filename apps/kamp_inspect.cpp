@@ -3,6 +3,7 @@
 #include <kamp/model/state/checkpoint.hpp>
 #include <kamp/model/state/file_rules.hpp>
 #include <kamp/model/state/llmc_model.hpp>
+#include <kamp/model/training/session.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -11,6 +12,9 @@
 #include "train/output_checks.hpp"
 
 #include <cstdio>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
 #include <filesystem>
 #include <iostream>
 
@@ -66,6 +70,78 @@ nlohmann::json describe(const std::string& path, const kamp::training_state& s) 
           {"tensors", tensors}};
 }
 
+// A session checkpoint (kamp::session, kamp.h, `use kamp`): loaded into a host session made from
+// its own config, which checks every hash, shape and counter as a resume would.
+nlohmann::json describe_session(const std::string& path, const std::string& config_text) {
+  struct kokkos_scope {
+    kokkos_scope() { Kokkos::initialize(); }
+    ~kokkos_scope() { Kokkos::finalize(); }
+  } kokkos;
+  nlohmann::json j;
+  {
+    const kamp::session_config config = kamp::session_config::parse(config_text, path + " (its stored config)");
+    kamp::session<Kokkos::DefaultHostExecutionSpace> s(config);
+    s.load(path);
+    const kamp::session_report r = s.report();
+    const std::vector<float> weights = s.weights();
+    kamp::state_tensor exact{"model", kamp::dtype::fp32, std::vector<unsigned char>(weights.size() * sizeof(float))};
+    std::memcpy(exact.bytes.data(), weights.data(), exact.bytes.size());
+    nlohmann::json tensors = nlohmann::json::array();
+    std::size_t non_finite = 0;
+    for (const auto& e : s.parameters().entries()) {
+      const kamp::tensor_statistics st = kamp::statistics(exact, e.offset, e.size);
+      non_finite += st.non_finite;
+      tensors.push_back({{"name", "model/" + e.name},
+                         {"dtype", "fp32"},
+                         {"shape", e.shape},
+                         {"min", st.min},
+                         {"max", st.max},
+                         {"mean", st.mean},
+                         {"non_finite", st.non_finite}});
+    }
+    j = {{"file", path},
+         {"valid", true},
+         {"kind", "session"},
+         {"bytes", std::filesystem::file_size(path)},
+         {"layer_sizes", config.model.layer_sizes},
+         {"precision_mode", kamp::name(config.mode)},
+         {"train_steps", r.train_steps},
+         {"optimizer_steps", r.optimizer_steps},
+         {"skipped_steps", r.skipped_steps},
+         {"loss_scale", r.loss_scale},
+         {"parameters", weights.size()},
+         {"non_finite", non_finite},
+         {"config", config_text},
+         {"tensors", tensors}};
+  }
+  return j;
+}
+
+void print_tensors(const nlohmann::json& j) {
+  std::printf("  %-34s %-5s %-10s %12s %12s %12s %10s\n", "tensor", "dtype", "shape", "min", "max", "mean",
+              "non-finite");
+  for (const auto& t : j["tensors"]) {
+    const auto number = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); };
+    std::printf("  %-34s %-5s %-10s %12.5g %12.5g %12.5g %10zu\n", t["name"].get<std::string>().c_str(),
+                t["dtype"].get<std::string>().c_str(), shape_text(t["shape"].get<std::vector<std::size_t>>()).c_str(),
+                number(t["min"]), number(t["max"]), number(t["mean"]), t["non_finite"].get<std::size_t>());
+  }
+  std::printf("  non-finite values in all tensors: %zu\n", j["non_finite"].get<std::size_t>());
+}
+
+void print_session(const nlohmann::json& j) {
+  std::string sizes;
+  for (const auto& n : j["layer_sizes"]) sizes += (sizes.empty() ? "" : ", ") + std::to_string(n.get<int>());
+  std::printf("%s: kamp session checkpoint, %.2f MB\n", j["file"].get<std::string>().c_str(),
+              j["bytes"].get<double>() / 1e6);
+  std::printf("  model: MLP [%s]: %zu parameters\n", sizes.c_str(), j["parameters"].get<std::size_t>());
+  std::printf("  precision: %s; %lld train steps, %lld optimizer steps (%lld skipped); loss scale %g\n",
+              j["precision_mode"].get<std::string>().c_str(), j["train_steps"].get<long long>(),
+              j["optimizer_steps"].get<long long>(), j["skipped_steps"].get<long long>(),
+              j["loss_scale"].get<double>());
+  print_tensors(j);
+}
+
 void print(const nlohmann::json& j) {
   const auto& m = j["model"];
   std::printf("%s: kamp checkpoint format %d, written by kamp %s, %.2f MB\n", j["file"].get<std::string>().c_str(),
@@ -78,15 +154,7 @@ void print(const nlohmann::json& j) {
               j["precision_mode"].get<std::string>().c_str(), j["step"].get<long long>(),
               j["attempts"].get<long long>(), j["data_position"].get<long long>(),
               j["loss_scaler"]["scale"].get<double>(), j["loss_scaler"]["skipped_steps"].get<long long>());
-  std::printf("  %-34s %-5s %-10s %12s %12s %12s %10s\n", "tensor", "dtype", "shape", "min", "max", "mean",
-              "non-finite");
-  for (const auto& t : j["tensors"]) {
-    const auto number = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); };
-    std::printf("  %-34s %-5s %-10s %12.5g %12.5g %12.5g %10zu\n", t["name"].get<std::string>().c_str(),
-                t["dtype"].get<std::string>().c_str(), shape_text(t["shape"].get<std::vector<std::size_t>>()).c_str(),
-                number(t["min"]), number(t["max"]), number(t["mean"]), t["non_finite"].get<std::size_t>());
-  }
-  std::printf("  non-finite values in all tensors: %zu\n", j["non_finite"].get<std::size_t>());
+  print_tensors(j);
 }
 
 }  // namespace
@@ -119,6 +187,18 @@ int main(int argc, char** argv) {
     // The output rule before the read: the checkpoint is the one file the export must not be.
     const std::vector<kamp::named_path> inputs{{"checkpoint", path}};
     if (!export_llmc.empty()) kamp::check_output({"--export-llmc", export_llmc}, kamp::output_kind::document, inputs);
+    if (const std::optional<std::string> config = kamp::session_file_config(path)) {
+      if (!export_llmc.empty() || run_config)
+        throw std::invalid_argument("'" + path + "' is a session checkpoint: --export-llmc and --run-config read GPT "
+                                    "checkpoints only");
+      const nlohmann::json j = describe_session(path, *config);
+      if (json)
+        std::cout << j.dump(2) << '\n';
+      else
+        print_session(j);
+      std::cout.flush();
+      return kamp::app::exit_status("kamp-inspect", 0);
+    }
     const kamp::training_state state = kamp::read_checkpoint(path, read_options);
     if (!export_llmc.empty()) {
       kamp::write_llmc_model(export_llmc, {state.model, kamp::exact_weights(state)},

@@ -1,4 +1,4 @@
-# cmake -DPREFIX= -DSOURCE_DIR= -DWORK_DIR= -DGENERATOR= -DCXX_COMPILER= -DLAUNCHER= -DKokkos_DIR=
+# cmake -DPREFIX= -DSOURCE_DIR= -DWORK_DIR= -DGENERATOR= -DCXX_COMPILER= -DC_COMPILER= [-DFortran_COMPILER=] -DLAUNCHER= -DKokkos_DIR=
 #       -DPROGRAMS=a|b -P build_and_run.cmake: a user's project against the installed kamp.
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
@@ -12,8 +12,13 @@ endfunction()
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
 set(ENV{CMAKE_CXX_COMPILER_LAUNCHER} "${launcher}")
 string(REPLACE "|" ";" programs "${PROGRAMS}")
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_PREFIX_PATH=${PREFIX} -DKokkos_DIR=${Kokkos_DIR})
+# The compilers kamp was built with (a Fortran module is read only by the compiler that wrote it).
+set(compilers -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_C_COMPILER=${C_COMPILER})
+if(Fortran_COMPILER)
+  list(APPEND compilers -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER})
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release ${compilers}
+    -DCMAKE_PREFIX_PATH=${PREFIX} -DKokkos_DIR=${Kokkos_DIR})
 run(${CMAKE_COMMAND} --build ${WORK_DIR})
 foreach(program ${programs})
   run(${WORK_DIR}/${program})

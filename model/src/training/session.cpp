@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -533,5 +534,14 @@ KAMP_FOR_EACH_EXECUTION_SPACE(KAMP_SESSION_INSTANTIATE_)
 #undef KAMP_SESSION_INSTANTIATE_
 
 }  // namespace detail
+
+std::optional<std::string> session_file_config(const std::string& path) {
+  const detail::h5::handle file = detail::h5::open_file(path);
+  const std::string where = "'" + path + "'";
+  if (!detail::h5::has_attribute(file.get(), "format") ||
+      detail::h5::read_string_attribute(file.get(), "format", where) != detail::session_format)
+    return std::nullopt;
+  return detail::h5::read_string_attribute(file.get(), "config", where);
+}
 
 }  // namespace kamp

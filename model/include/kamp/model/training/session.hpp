@@ -4,6 +4,7 @@
 #include <kamp/kernels/flat_tensors.hpp>
 #include <kamp/model/config/session_config.hpp>
 #include <kamp/model/dist/communicator.hpp>
+#include <kamp/model/training/tensor_ref.hpp>
 #include <kamp/numeric/element_access.hpp>
 #include <kamp/numeric/format.hpp>
 
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -112,6 +114,30 @@ void unstage_rows(const ExecutionSpace& space, const typename session_engine<Exe
       });
 }
 
+/// A caller's tensor (any layout, type and, on a GPU build, host or device memory) into the
+/// staging buffer, counting non-finite values as stage_rows does; host memory that the device
+/// cannot read goes through one host staging buffer and one copy. Nothing waits on the device.
+template <class ExecutionSpace>
+void stage_tensor(const ExecutionSpace& space, const tensor_matrix& source,
+                  const typename session_engine<ExecutionSpace>::staging& staged,
+                  const typename session_engine<ExecutionSpace>::flag& non_finite);
+/// The fp32 output rows into a caller's tensor, rounded once to its type. Waits for the device
+/// only where the target is host memory the device cannot write.
+template <class ExecutionSpace>
+void unstage_tensor(const ExecutionSpace& space, const typename session_engine<ExecutionSpace>::staging& staged,
+                    const tensor_matrix& target);
+
+/// A tensor's matrix, checked against the network's width, the batch limits and where the
+/// session runs (device memory needs a session on a GPU backend).
+tensor_matrix session_matrix(const char* api, const char* what, const tensor_ref& t, int columns, bool written,
+                             const char* session_space, bool device_session);
+
+template <class ExecutionSpace>
+tensor_matrix session_matrix(const char* api, const char* what, const tensor_ref& t, int columns, bool written) {
+  return session_matrix(api, what, t, columns, written, ExecutionSpace::name(),
+                        !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible);
+}
+
 template <class ExecutionSpace, class View>
 void check_session_view(const char* api, const char* what, const View& v, std::size_t columns) {
   static_assert(View::rank == 2, "kamp::session: inputs, labels and outputs are (batch, features) views");
@@ -189,6 +215,32 @@ class session {
     detail::unstage_rows(space_, engine_->predict_staged(n), outputs);
   }
 
+  /// The same on arrays described by address, shape and strides (what kamp's C API and Fortran
+  /// module pass): read where they lie, in host or device memory.
+  void train_step(const tensor_ref& inputs, const tensor_ref& labels) {
+    constexpr const char* api = "kamp::session::train_step";
+    const detail::tensor_matrix x = detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
+    const detail::tensor_matrix y = detail::session_matrix<ExecutionSpace>(api, "labels", labels, config_.model.outputs(), false);
+    if (x.rows != y.rows)
+      throw std::invalid_argument(std::string(api) + ": inputs have " + std::to_string(x.rows) + " rows but labels " +
+                                  std::to_string(y.rows));
+    const int n = int(x.rows);
+    detail::stage_tensor(space_, x, engine_->staged_inputs(n), engine_->inputs_non_finite());
+    detail::stage_tensor(space_, y, engine_->staged_labels(n), engine_->labels_non_finite());
+    engine_->train_staged(n);
+  }
+  void predict(const tensor_ref& inputs, const tensor_ref& outputs) {
+    constexpr const char* api = "kamp::session::predict";
+    const detail::tensor_matrix x = detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
+    const detail::tensor_matrix y = detail::session_matrix<ExecutionSpace>(api, "outputs", outputs, config_.model.outputs(), true);
+    if (x.rows != y.rows)
+      throw std::invalid_argument(std::string(api) + ": inputs have " + std::to_string(x.rows) + " rows but outputs " +
+                                  std::to_string(y.rows));
+    const int n = int(x.rows);
+    detail::stage_tensor(space_, x, engine_->staged_inputs(n), engine_->inputs_non_finite());
+    detail::unstage_tensor(space_, engine_->predict_staged(n), y);
+  }
+
   /// The last micro-batch's mean loss, on the device (read it when you want; nothing waits).
   Kokkos::View<const double, memory_space> loss() const { return engine_->loss(); }
   /// The counters and the last step's outcome (waits for the device).
@@ -212,6 +264,10 @@ class session {
   session_config config_;
   std::unique_ptr<detail::session_engine<ExecutionSpace>> engine_;
 };
+
+/// The config stored in a session checkpoint, or nothing when `path` is an HDF5 file of another
+/// kind (a GPT checkpoint); throws when it cannot be read. A session made from it loads the file.
+std::optional<std::string> session_file_config(const std::string& path);
 
 }  // namespace kamp
 

@@ -1,0 +1,17 @@
+# cmake -DPREFIX= -DSOURCE_DIR= -DWORK_DIR= -DMAKE= -DEXAMPLES=a|b -DC_COMPILER= -P build_with_pkg_config.cmake:
+# each example's own Makefile, as a Makefile-built code would use it: flags from pkg-config only.
+file(REMOVE_RECURSE ${WORK_DIR})
+string(REPLACE "|" ";" examples "${EXAMPLES}")
+set(ENV{PKG_CONFIG_PATH} "${PREFIX}/lib/pkgconfig:${PREFIX}/lib64/pkgconfig")
+foreach(example ${examples})
+  file(COPY ${SOURCE_DIR}/${example} DESTINATION ${WORK_DIR})
+  file(REMOVE_RECURSE ${WORK_DIR}/${example}/build)
+  execute_process(COMMAND ${MAKE} CC=${C_COMPILER} WORKING_DIRECTORY ${WORK_DIR}/${example} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "make of examples/${example} with pkg-config failed (${rc})")
+  endif()
+  execute_process(COMMAND ${WORK_DIR}/${example}/${example} WORKING_DIRECTORY ${WORK_DIR}/${example} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "examples/${example} built with pkg-config failed (${rc})")
+  endif()
+endforeach()
