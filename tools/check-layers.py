@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """kamp's layers are one-way: a file includes only its own layer and those below it.
 
-numeric -> kernels -> model's config -> network -> dist -> state -> training -> diagnostics -> apps.
+numeric -> kernels -> model's config -> network -> dist -> state -> training -> diagnostics -> apps,
+bindings (the C API and Fortran module, over the training session).
 Run from anywhere: `tools/check-layers.py [ROOT]` checks the tree at ROOT (default: this checkout)
 and exits 1 naming every include that points up, with the rule it breaks.
 """
@@ -25,6 +26,7 @@ LAYERS = [
                      "kamp/model/diagnostics/", "diagnostics/"]),
     ("model", ["model/include/kamp/model.hpp", "kamp/model.hpp"]),
     ("apps", ["apps/"]),
+    ("bindings", ["bindings/"]),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
@@ -40,8 +42,8 @@ def layer_of(path, prefixes_of_files):
 
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-    file_prefixes = {p for _, ps in LAYERS for p in ps if p.startswith(("kernels/", "model/", "apps/"))}
-    header_prefixes = {p for _, ps in LAYERS for p in ps if not p.startswith(("kernels/", "model/", "apps/"))}
+    file_prefixes = {p for _, ps in LAYERS for p in ps if p.startswith(("kernels/", "model/", "apps/", "bindings/"))}
+    header_prefixes = {p for _, ps in LAYERS for p in ps if not p.startswith(("kernels/", "model/", "apps/", "bindings/"))}
     problems, checked = [], 0
     for f in sorted(root.glob("**/*")):
         rel = f.relative_to(root).as_posix()

@@ -17,13 +17,14 @@ root="$KAMP_CACHE_DIR/sid-root"
 mirror=${KAMP_SID_MIRROR:-http://deb.debian.org/debian}
 log="$KAMP_CACHE_DIR/sid.log"
 packages=(g++ cmake ninja-build pkg-config binutils ccache libkokkos-dev libhdf5-dev libhdf5-openmpi-dev hdf5-tools catch2 libdnnl-dev
-          libopenblas-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libbenchmark-dev python3-h5py)
+          libopenblas-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libbenchmark-dev python3-h5py
+          gfortran libdlpack-dev make)
 # Kokkos 4: Trilinos' Kokkos and Kokkos Kernels with their runtime libraries and the TPL files
 # (trilinos-dev) their CMake packages include; only unpacked, never installed.
 kokkos4_debs=(libtrilinos-kokkos-16.1 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-16.1
               libtrilinos-kokkos-kernels-dev trilinos-dev)
 kokkos4=/opt/kokkos4
-recipe="sid recipe=2 packages=${packages[*]} kokkos4=${kokkos4_debs[*]}"
+recipe="sid recipe=3 packages=${packages[*]} kokkos4=${kokkos4_debs[*]}"
 
 skip() {
   echo "CI: ######## NEWEST-TOOLCHAIN LEG NOT RUN: $1 (log: $log) ########"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI leg: kamp built with AddressSanitizer and UndefinedBehaviorSanitizer, then the kernels,
-# model and app tests (the hostile checkpoint files and inputs among them) under them. Any
+# model and app tests (the C API's and the Fortran module's among them) (the hostile checkpoint files and inputs among them) under them. Any
 # report fails the run (halt_on_error; UBSan's findings are errors too).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -9,10 +9,13 @@ flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 # faster than at -O3 on 2 cores.
 kamp_configure_check sanitizers "with -fsanitize=address,undefined" -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
-  -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DKAMP_ENABLE_MPI=OFF
+  -DCMAKE_C_FLAGS="$flags" -DCMAKE_Fortran_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" -DKAMP_ENABLE_MPI=OFF
 build=$check_build
 cmake --build "$build" -j "$KAMP_JOBS" --target kamp_test_kernels kamp_test_nn kamp_test_model kamp_test_app_logic \
-  kamp-train kamp-generate kamp-inspect kamp-plan kamp-bench kamp_write_bit_patterns kamp_write_session >/dev/null \
+  kamp-train kamp-generate kamp-inspect kamp-plan kamp-bench kamp_write_bit_patterns kamp_write_session \
+  kamp_test_c_api kamp_test_c_minimal $(grep -q '^KAMP_ENABLE_FORTRAN:BOOL=ON' "$build/CMakeCache.txt" && echo kamp_test_fortran) \
+  >/dev/null \
   || kamp_die "building with sanitizers failed" "run the build in $build to see the errors"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # Leaks are checked too, except those wholly inside libhdf5 (tools/lsan.supp says which and why).

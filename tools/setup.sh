@@ -11,6 +11,7 @@ kamp_step "Debian packages"
 kamp_apt_install build-essential ccache cmake ninja-build pkg-config dpkg-dev xz-utils patch ca-certificates \
   libhdf5-dev libhdf5-openmpi-dev hdf5-tools libopenmpi-dev openmpi-bin \
   catch2 libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libbenchmark-dev python3-h5py \
+  gfortran libdlpack-dev \
   python3-matplotlib procps clang-format libsentencepiece-dev sentencepiece \
   slurmctld slurmd slurm-client munge
 if [ "${1:-}" = "--example-text" ]; then

@@ -1,5 +1,6 @@
 #include "mlp.hpp"
 
+#include <kamp.h>
 #include <kamp/model/training/session.hpp>
 #include <kamp/numeric/counter_random.hpp>
 
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -29,27 +32,96 @@ std::string sizes_text(const std::vector<int>& sizes, const char* separator) {
   return s;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::string config_text(const mlp_shape& shape, const std::string& mode) {
+  return "model: {type: mlp, parameters: {layer_sizes: [" + sizes_text(shape.sizes, ", ") +
+         "], activation: gelu}}\noptimizer: {type: adamw, parameters: {learning_rate: 1e-3}}\nprecision: " + mode;
+}
+
 template <class Layout>
-double kamp_samples_per_s(const mlp_shape& shape, const std::string& mode, int steps) {
-  using memory = Kokkos::DefaultExecutionSpace::memory_space;
-  session<> s(session_config::parse("model: {type: mlp, parameters: {layer_sizes: [" + sizes_text(shape.sizes, ", ") +
-                                    "], activation: gelu}}\noptimizer: {type: adamw, parameters: {learning_rate: "
-                                    "1e-3}}\nprecision: " +
-                                    mode));
+using samples = Kokkos::View<float**, Layout, Kokkos::DefaultExecutionSpace::memory_space>;
+
+// A batch of inputs and labels (labels sin(2x) of the first inputs).
+template <class Layout>
+std::pair<samples<Layout>, samples<Layout>> batch_of(const mlp_shape& shape) {
   const int in = shape.sizes.front(), out = shape.sizes.back();
-  Kokkos::View<float**, Layout, memory> x("x", shape.batch, in), y("y", shape.batch, out);
+  samples<Layout> x("x", shape.batch, in), y("y", shape.batch, out);
   Kokkos::parallel_for(
       "bench::mlp::data", shape.batch, KOKKOS_LAMBDA(int i) {
         for (int j = 0; j < in; ++j)
           x(i, j) = float(counter_random(1, std::uint64_t(i) * in + j) >> 8) * 0x1p-23f - 1.0f;
         for (int j = 0; j < out; ++j) y(i, j) = j < in ? sinf(2.0f * x(i, j)) : 0.0f;
       });
+  return {x, y};
+}
+
+template <class Layout>
+double kamp_samples_per_s(const mlp_shape& shape, const std::string& mode, int steps) {
+  session<> s(session_config::parse(config_text(shape, mode)));
+  const auto [x, y] = batch_of<Layout>(shape);
   for (int k = 0; k < 3; ++k) s.train_step(x, y);
   Kokkos::fence();
   Kokkos::Timer timer;
   for (int k = 0; k < steps; ++k) s.train_step(x, y);
   Kokkos::fence();
   return double(shape.batch) * steps / timer.seconds();
+}
+
+/// The C API's time per step over the C++ session's on the same arrays, adjacent blocks of
+/// `steps` steps alternating 4 x `rounds` times (the median of the ratios): what kamp.h costs.
+double c_api_step_ratio(const mlp_shape& shape, const std::string& mode, int steps, int rounds) {
+  session<> direct(session_config::parse(config_text(shape, mode)));
+  kamp_session* handle = nullptr;
+  if (kamp_session_create_from_text(&handle, config_text(shape, mode).c_str(), nullptr) != KAMP_OK)
+    throw std::runtime_error(std::string("kamp-bench: ") + kamp_last_error());
+  const auto data = batch_of<Kokkos::LayoutRight>(shape);  // not a structured binding: lambdas use it
+  const auto &x = data.first, &y = data.second;
+  const std::int64_t x_shape[] = {shape.batch, shape.sizes.front()}, y_shape[] = {shape.batch, shape.sizes.back()};
+  const kamp_device device = Kokkos::SpaceAccessibility<Kokkos::HostSpace, samples<Kokkos::LayoutRight>::memory_space>::accessible
+                                 ? KAMP_HOST
+#if defined(KOKKOS_ENABLE_HIP)
+                                 : KAMP_HIP;
+#else
+                                 : KAMP_CUDA;
+#endif
+  const kamp_tensor tx{x.data(), 2, x_shape, nullptr, KAMP_FP32, device, 1};
+  const kamp_tensor ty{y.data(), 2, y_shape, nullptr, KAMP_FP32, device, 1};
+  const auto c_block = [&] {
+    for (int k = 0; k < steps; ++k)
+      if (kamp_session_train_step(handle, &tx, &ty) != KAMP_OK)
+        throw std::runtime_error(std::string("kamp-bench: ") + kamp_last_error());
+    double loss;
+    kamp_session_loss(handle, &loss);  // waits for the C API session's device
+  };
+  const auto cpp_block = [&] {
+    for (int k = 0; k < steps; ++k) direct.train_step(x, y);
+    Kokkos::fence();
+  };
+  // ABBA: each pair in the other order than the one before, so that neither path always runs
+  // second (after the other's fence).
+  std::vector<double> ratios;
+  const auto timed = [](const auto& block) {
+    Kokkos::Timer timer;
+    block();
+    return timer.seconds();
+  };
+  for (int r = 0; r <= 4 * rounds; ++r) {
+    double cpp, c;
+    if (r % 2) {
+      cpp = timed(cpp_block);
+      c = timed(c_block);
+    } else {
+      c = timed(c_block);
+      cpp = timed(cpp_block);
+    }
+    if (r > 0) ratios.push_back(c / cpp);  // the first pair warms both up
+  }
+  kamp_session_destroy(&handle);
+  return median(ratios);
 }
 
 /// PyTorch's samples/s for one mode, at the better of its two GOMP settings; nothing where
@@ -84,11 +156,6 @@ bool cpu_has_bf16_dot_products() {
   while (info >> word)
     if (word == "avx512_bf16" || word == "amx_bf16") return true;
   return false;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace
@@ -139,6 +206,9 @@ void mlp_sessions(report& out, int steps, int rounds, const std::string& scripts
         const double ratio = median(left_runs[mode]) / kamp;
         out.value(prefix + "layout_left_ratio_" + mode, ratio);
         line += ", LayoutLeft inputs " + std::to_string(ratio).substr(0, 4) + "x LayoutRight";
+        const double c_api = c_api_step_ratio(shape, mode, shape_steps, rounds);
+        out.value(prefix + "c_api_step_time_ratio_" + mode, c_api);
+        line += ", C API step time " + std::to_string(c_api).substr(0, 5) + "x the C++ session's";
       }
       std::printf("%s\n", line.c_str());
     }

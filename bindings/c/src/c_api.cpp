@@ -3,6 +3,7 @@
 #include <kamp.h>
 
 #include <kamp/config.hpp>
+#include <kamp/kernels/execution_spaces.hpp>
 #include <kamp/model/training/session.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -76,25 +77,26 @@ kamp::session<>& session_of(kamp_session* h, const char* api) {
 const char* backend_name() { return Kokkos::DefaultExecutionSpace::name(); }
 
 kamp::memory_kind memory_of(const kamp_tensor& t, const char* api, const char* what) {
-  const std::string where = std::string(api) + ": " + what;
+  // Built only on failure: a step pays for no string.
+  const auto where = [&] { return std::string(api) + ": " + what; };
   switch (t.device) {
     case KAMP_HOST:
       break;
     case KAMP_CUDA:
 #if !defined(KOKKOS_ENABLE_CUDA)
-      throw api_error(KAMP_ERROR_UNSUPPORTED, where + " is CUDA memory, but this kamp runs on " + backend_name() +
+      throw api_error(KAMP_ERROR_UNSUPPORTED, where() + " is CUDA memory, but this kamp runs on " + backend_name() +
                                                   "; build kamp against a CUDA Kokkos, or pass host memory");
 #endif
       break;
     case KAMP_HIP:
 #if !defined(KOKKOS_ENABLE_HIP)
-      throw api_error(KAMP_ERROR_UNSUPPORTED, where + " is HIP memory, but this kamp runs on " + backend_name() +
+      throw api_error(KAMP_ERROR_UNSUPPORTED, where() + " is HIP memory, but this kamp runs on " + backend_name() +
                                                   "; build kamp against a HIP Kokkos, or pass host memory");
 #endif
       break;
     default:
       throw api_error(KAMP_ERROR_INVALID_ARGUMENT,
-                      where + " has device " + std::to_string(int(t.device)) + "; use KAMP_HOST, KAMP_CUDA or KAMP_HIP");
+                      where() + " has device " + std::to_string(int(t.device)) + "; use KAMP_HOST, KAMP_CUDA or KAMP_HIP");
   }
   const bool declared_device = t.device != KAMP_HOST;
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -103,10 +105,10 @@ kamp::memory_kind memory_of(const kamp_tensor& t, const char* api, const char* w
   if (cudaPointerGetAttributes(&attributes, t.data) == cudaSuccess) {
     const bool on_device = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
     if (declared_device && !on_device)
-      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where + " is declared CUDA memory but the address is host memory; "
+      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " is declared CUDA memory but the address is host memory; "
                                                            "declare it KAMP_HOST");
     if (!declared_device && attributes.type == cudaMemoryTypeDevice)
-      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where + " is declared host memory but the address is CUDA device "
+      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " is declared host memory but the address is CUDA device "
                                                            "memory; declare it KAMP_CUDA");
   }
   cudaGetLastError();  // a host address leaves an error behind on older runtimes
@@ -115,13 +117,14 @@ kamp::memory_kind memory_of(const kamp_tensor& t, const char* api, const char* w
 }
 
 kamp::tensor_ref tensor_of(const kamp_tensor* t, const char* api, const char* what) {
-  const std::string where = std::string(api) + ": " + what;
-  if (t == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where + " is NULL (pass a kamp_tensor)");
+  // Built only on failure: a step pays for no string.
+  const auto where = [&] { return std::string(api) + ": " + what; };
+  if (t == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " is NULL (pass a kamp_tensor)");
   kamp::tensor_ref r;
   if (t->rank < 1 || t->rank > KAMP_MAX_RANK)
-    throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where + " has rank " + std::to_string(t->rank) + "; kamp reads 1 to " +
+    throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has rank " + std::to_string(t->rank) + "; kamp reads 1 to " +
                                                      std::to_string(KAMP_MAX_RANK));
-  if (t->shape == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where + " has no shape (NULL)");
+  if (t->shape == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has no shape (NULL)");
   switch (t->dtype) {
     case KAMP_FP64:
       r.type = kamp::element_kind::fp64;
@@ -142,7 +145,7 @@ kamp::tensor_ref tensor_of(const kamp_tensor* t, const char* api, const char* wh
       r.type = kamp::element_kind::int64;
       break;
     default:
-      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where + " has dtype " + std::to_string(int(t->dtype)) +
+      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has dtype " + std::to_string(int(t->dtype)) +
                                                        "; use KAMP_FP64, KAMP_FP32, KAMP_BF16, KAMP_FP16, KAMP_INT32 "
                                                        "or KAMP_INT64");
   }

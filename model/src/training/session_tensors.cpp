@@ -13,17 +13,18 @@ namespace kamp::detail {
 tensor_matrix session_matrix(const char* api, const char* what, const tensor_ref& t, int columns, bool written,
                              const char* session_space, bool device_session) {
   const tensor_matrix m = as_matrix(t, api, what, written);
-  const std::string where = std::string(api) + ": " + what;
+  // Built only on failure: a step pays for no string.
+  const auto where = [&] { return std::string(api) + ": " + what; };
   if (m.memory == memory_kind::device && !device_session)
-    throw std::invalid_argument(where + " is declared device memory, but the session runs on the host (" +
+    throw std::invalid_argument(where() + " is declared device memory, but the session runs on the host (" +
                                 session_space + "); declare it host memory, or build kamp for your GPU");
   if (m.cols != columns)
-    throw std::invalid_argument(where + " has " + std::to_string(m.cols) + " features per sample, the network's config " +
+    throw std::invalid_argument(where() + " has " + std::to_string(m.cols) + " features per sample, the network's config " +
                                 std::to_string(columns) + " (a " + std::to_string(t.rank) + "-dimensional array with " +
                                 std::to_string(t.batch_dims > 0 ? t.batch_dims : -t.batch_dims) +
                                 " batch dimension(s); docs/science-codes.md says how dimensions map)");
   if (m.rows > std::int64_t(1) << 30)
-    throw std::invalid_argument(where + " has " + std::to_string(m.rows) + " samples; a batch has 1 to 2^30");
+    throw std::invalid_argument(where() + " has " + std::to_string(m.rows) + " samples; a batch has 1 to 2^30");
   return m;
 }
 

@@ -79,34 +79,35 @@ bool overlaps(const tensor_ref& t) {
 }  // namespace
 
 tensor_matrix as_matrix(const tensor_ref& t, const char* api, const char* what, bool written) {
-  const std::string where = std::string(api) + ": " + what;
-  if (t.data == nullptr) throw std::invalid_argument(where + " has a null data pointer");
+  // Built only on failure: a step pays for no string.
+  const auto where = [&] { return std::string(api) + ": " + what; };
+  if (t.data == nullptr) throw std::invalid_argument(where() + " has a null data pointer");
   if (t.rank < 1 || t.rank > tensor_ref::max_rank)
-    throw std::invalid_argument(where + " has rank " + std::to_string(t.rank) + "; kamp reads ranks 1 to " +
+    throw std::invalid_argument(where() + " has rank " + std::to_string(t.rank) + "; kamp reads ranks 1 to " +
                                 std::to_string(tensor_ref::max_rank));
   if (t.batch_dims == 0 || std::abs(t.batch_dims) > t.rank)
-    throw std::invalid_argument(where + ": batch_dims " + std::to_string(t.batch_dims) + " for rank " +
+    throw std::invalid_argument(where() + ": batch_dims " + std::to_string(t.batch_dims) + " for rank " +
                                 std::to_string(t.rank) + "; use 1 to " + std::to_string(t.rank) +
                                 " (the leading dimensions) or -1 to -" + std::to_string(t.rank) + " (the trailing ones)");
   std::int64_t elements = 1;
   for (int d = 0; d < t.rank; ++d) {
     if (t.shape[d] < 1)
-      throw std::invalid_argument(where + " has extent " + std::to_string(t.shape[d]) + " in dimension " +
+      throw std::invalid_argument(where() + " has extent " + std::to_string(t.shape[d]) + " in dimension " +
                                   std::to_string(d) + "; every extent must be at least 1");
     if (t.shape[d] > (std::int64_t(1) << 40) / elements)
-      throw std::invalid_argument(where + " has over 2^40 elements");
+      throw std::invalid_argument(where() + " has over 2^40 elements");
     elements *= t.shape[d];
     if (std::llabs(t.strides[d]) > (std::int64_t(1) << 40))
-      throw std::invalid_argument(where + " has stride " + std::to_string(t.strides[d]) + " in dimension " +
+      throw std::invalid_argument(where() + " has stride " + std::to_string(t.strides[d]) + " in dimension " +
                                   std::to_string(d) + " (over 2^40 elements)");
   }
   if (reinterpret_cast<std::uintptr_t>(t.data) % std::uintptr_t(size_of(t.type)) != 0)
-    throw std::invalid_argument(where + ": the address of its " + name(t.type) + " elements is not a multiple of " +
+    throw std::invalid_argument(where() + ": the address of its " + name(t.type) + " elements is not a multiple of " +
                                 std::to_string(size_of(t.type)) + " bytes");
   if (written && (t.type == element_kind::int32 || t.type == element_kind::int64))
-    throw std::invalid_argument(where + " holds " + name(t.type) + "; outputs are fp64, fp32, bf16 or fp16");
+    throw std::invalid_argument(where() + " holds " + name(t.type) + "; outputs are fp64, fp32, bf16 or fp16");
   if (written && overlaps(t))
-    throw std::invalid_argument(where + ": its strides put several elements at one address; an output needs one "
+    throw std::invalid_argument(where() + ": its strides put several elements at one address; an output needs one "
                                         "address per element");
   const int batch_end = t.batch_dims > 0 ? t.batch_dims : t.rank;
   const int batch_begin = t.batch_dims > 0 ? 0 : t.rank + t.batch_dims;
