@@ -13,10 +13,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <optional>
-#include <stdexcept>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <stdexcept>
 
 namespace {
 
@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
     if (!export_llmc.empty()) kamp::check_output({"--export-llmc", export_llmc}, kamp::output_kind::document, inputs);
     if (const std::optional<std::string> config = kamp::session_file_config(path)) {
       if (!export_llmc.empty() || run_config)
-        throw std::invalid_argument("'" + path + "' is a session checkpoint: --export-llmc and --run-config read GPT "
+        throw std::invalid_argument("'" + path +
+                                    "' is a session checkpoint: --export-llmc and --run-config read GPT "
                                     "checkpoints only");
       const nlohmann::json j = describe_session(path, *config);
       if (json)

@@ -12,8 +12,8 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kamp::bench {
@@ -81,12 +81,12 @@ double c_api_step_ratio(const mlp_shape& shape, const std::string& mode, int ste
   const auto data = batch_of<Kokkos::LayoutRight>(shape);  // not a structured binding: lambdas use it
   const auto &x = data.first, &y = data.second;
   const std::int64_t x_shape[] = {shape.batch, shape.sizes.front()}, y_shape[] = {shape.batch, shape.sizes.back()};
-  const kamp_device device = Kokkos::SpaceAccessibility<Kokkos::HostSpace, samples<Kokkos::LayoutRight>::memory_space>::accessible
-                                 ? KAMP_HOST
+  const kamp_device device =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, samples<Kokkos::LayoutRight>::memory_space>::accessible ? KAMP_HOST
 #if defined(KOKKOS_ENABLE_HIP)
-                                 : KAMP_HIP;
+                                                                                                            : KAMP_HIP;
 #else
-                                 : KAMP_CUDA;
+                                                                                                            : KAMP_CUDA;
 #endif
   const kamp_tensor tx{x.data(), 2, x_shape, nullptr, KAMP_FP32, device, 1};
   const kamp_tensor ty{y.data(), 2, y_shape, nullptr, KAMP_FP32, device, 1};

@@ -18,7 +18,9 @@ constexpr int nx = 32, ny = 32, steps = 1200, every = 2, ahead = 10;
 constexpr double du = 0.16, dv = 0.08, feed = 0.025, kill = 0.055, dt = 1.0;
 constexpr double rate_unit = 0.02;  // rates kept in units of their size: the network's targets are O(1)
 
-auto interior(const field& s) { return Kokkos::subview(s, std::make_pair(1, nx + 1), std::make_pair(1, ny + 1), Kokkos::ALL); }
+auto interior(const field& s) {
+  return Kokkos::subview(s, std::make_pair(1, nx + 1), std::make_pair(1, ny + 1), Kokkos::ALL);
+}
 
 void initial_state(const field& s) {
   Kokkos::parallel_for(
@@ -106,7 +108,8 @@ int main(int argc, char* argv[]) {
   }
 
   // Ten steps ahead: on the solver's own rates, on the surrogate's (fp32), and on none.
-  field exact("exact", nx + 2, ny + 2, 2), learned("learned", nx + 2, ny + 2, 2), diffused("diffused", nx + 2, ny + 2, 2);
+  field exact("exact", nx + 2, ny + 2, 2), learned("learned", nx + 2, ny + 2, 2),
+      diffused("diffused", nx + 2, ny + 2, 2);
   for (const field& f : {exact, learned, diffused}) Kokkos::deep_copy(f, state);
   Kokkos::View<float***, Kokkos::LayoutLeft> predicted("predicted", nx, ny, 2);
   const field none("none", nx, ny, 2);
@@ -126,10 +129,11 @@ int main(int argc, char* argv[]) {
   for (int i = 0; i < 10; ++i) first += losses[i] / 10, last += losses[losses.size() - 1 - i] / 10;
   std::printf("in-situ surrogate on %s, %zu train steps\n  loss: first 10 %.3e, last 10 %.3e, fell by a factor %.1f\n",
               Kokkos::DefaultExecutionSpace::name(), losses.size(), first, last, first / last);
-  std::printf("  field %d steps ahead: rms error %.3e (field rms %.3e, error without the reaction %.3e)\n", ahead, error,
-              field_rms, baseline);
+  std::printf("  field %d steps ahead: rms error %.3e (field rms %.3e, error without the reaction %.3e)\n", ahead,
+              error, field_rms, baseline);
   const bool passed = first / last >= 50 && error <= 0.02 * field_rms && error <= 0.25 * baseline;
-  std::printf("%s\n", passed ? "passed" : "FAILED: the loss fell less than 50x, or the error is over 2 % of the field "
-                                          "or over 1/4 of the error without the reaction");
+  std::printf("%s\n", passed ? "passed"
+                             : "FAILED: the loss fell less than 50x, or the error is over 2 % of the field "
+                               "or over 1/4 of the error without the reaction");
   return passed ? 0 : 1;
 }

@@ -93,8 +93,7 @@ KAMP_API kamp_status kamp_session_destroy(kamp_session** session);
 KAMP_API kamp_status kamp_session_train_step(kamp_session* session, const kamp_tensor* inputs,
                                              const kamp_tensor* labels);
 /* The network's outputs for inputs, written into outputs (a floating dtype). */
-KAMP_API kamp_status kamp_session_predict(kamp_session* session, const kamp_tensor* inputs,
-                                          const kamp_tensor* outputs);
+KAMP_API kamp_status kamp_session_predict(kamp_session* session, const kamp_tensor* inputs, const kamp_tensor* outputs);
 /* The last micro-batch's mean loss (waits for the device). */
 KAMP_API kamp_status kamp_session_loss(kamp_session* session, double* loss);
 KAMP_API kamp_status kamp_session_report(kamp_session* session, kamp_report* report);
@@ -121,19 +120,33 @@ static inline kamp_status kamp_tensor_from_dlpack(const DLTensor* t, int32_t bat
   kamp_tensor k;
   int ok = t != 0 && t->dtype.lanes == 1;
   k.dtype = KAMP_FP32;
-  if (ok && t->dtype.code == kDLFloat && t->dtype.bits == 64) k.dtype = KAMP_FP64;
-  else if (ok && t->dtype.code == kDLFloat && t->dtype.bits == 32) k.dtype = KAMP_FP32;
-  else if (ok && t->dtype.code == kDLFloat && t->dtype.bits == 16) k.dtype = KAMP_FP16;
-  else if (ok && t->dtype.code == kDLBfloat && t->dtype.bits == 16) k.dtype = KAMP_BF16;
-  else if (ok && t->dtype.code == kDLInt && t->dtype.bits == 32) k.dtype = KAMP_INT32;
-  else if (ok && t->dtype.code == kDLInt && t->dtype.bits == 64) k.dtype = KAMP_INT64;
-  else ok = 0;
+  if (ok && t->dtype.code == kDLFloat && t->dtype.bits == 64)
+    k.dtype = KAMP_FP64;
+  else if (ok && t->dtype.code == kDLFloat && t->dtype.bits == 32)
+    k.dtype = KAMP_FP32;
+  else if (ok && t->dtype.code == kDLFloat && t->dtype.bits == 16)
+    k.dtype = KAMP_FP16;
+  else if (ok && t->dtype.code == kDLBfloat && t->dtype.bits == 16)
+    k.dtype = KAMP_BF16;
+  else if (ok && t->dtype.code == kDLInt && t->dtype.bits == 32)
+    k.dtype = KAMP_INT32;
+  else if (ok && t->dtype.code == kDLInt && t->dtype.bits == 64)
+    k.dtype = KAMP_INT64;
+  else
+    ok = 0;
   k.device = KAMP_HOST;
-  if (ok && (t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged)) k.device = KAMP_CUDA;
-  else if (ok && t->device.device_type == kDLROCM) k.device = KAMP_HIP;
+  if (ok && (t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged))
+    k.device = KAMP_CUDA;
+  else if (ok && t->device.device_type == kDLROCM)
+    k.device = KAMP_HIP;
   else if (ok && t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost &&
-           t->device.device_type != kDLROCMHost) ok = 0;
-  if (!ok) return KAMP_ERROR_INVALID_ARGUMENT; /* a dtype or device kamp does not read */
+           t->device.device_type != kDLROCMHost)
+    ok = 0;
+  if (!ok)
+    return kamp_binding_error(
+        KAMP_ERROR_INVALID_ARGUMENT,
+        "kamp_tensor_from_dlpack: a NULL tensor, or a dtype or device kamp does not read (it reads "
+        "float 64/32/16, bfloat 16, int 32/64 with one lane, on CPU, CUDA or ROCm)");
   k.data = (char*)t->data + t->byte_offset;
   k.rank = t->ndim;
   k.shape = t->shape;

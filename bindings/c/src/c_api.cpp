@@ -95,8 +95,8 @@ kamp::memory_kind memory_of(const kamp_tensor& t, const char* api, const char* w
 #endif
       break;
     default:
-      throw api_error(KAMP_ERROR_INVALID_ARGUMENT,
-                      where() + " has device " + std::to_string(int(t.device)) + "; use KAMP_HOST, KAMP_CUDA or KAMP_HIP");
+      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has device " + std::to_string(int(t.device)) +
+                                                       "; use KAMP_HOST, KAMP_CUDA or KAMP_HIP");
   }
   const bool declared_device = t.device != KAMP_HOST;
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -105,11 +105,13 @@ kamp::memory_kind memory_of(const kamp_tensor& t, const char* api, const char* w
   if (cudaPointerGetAttributes(&attributes, t.data) == cudaSuccess) {
     const bool on_device = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
     if (declared_device && !on_device)
-      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " is declared CUDA memory but the address is host memory; "
-                                                           "declare it KAMP_HOST");
+      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() +
+                                                       " is declared CUDA memory but the address is host memory; "
+                                                       "declare it KAMP_HOST");
     if (!declared_device && attributes.type == cudaMemoryTypeDevice)
-      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " is declared host memory but the address is CUDA device "
-                                                           "memory; declare it KAMP_CUDA");
+      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() +
+                                                       " is declared host memory but the address is CUDA device "
+                                                       "memory; declare it KAMP_CUDA");
   }
   cudaGetLastError();  // a host address leaves an error behind on older runtimes
 #endif
@@ -122,8 +124,8 @@ kamp::tensor_ref tensor_of(const kamp_tensor* t, const char* api, const char* wh
   if (t == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " is NULL (pass a kamp_tensor)");
   kamp::tensor_ref r;
   if (t->rank < 1 || t->rank > KAMP_MAX_RANK)
-    throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has rank " + std::to_string(t->rank) + "; kamp reads 1 to " +
-                                                     std::to_string(KAMP_MAX_RANK));
+    throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has rank " + std::to_string(t->rank) +
+                                                     "; kamp reads 1 to " + std::to_string(KAMP_MAX_RANK));
   if (t->shape == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has no shape (NULL)");
   switch (t->dtype) {
     case KAMP_FP64:
@@ -170,8 +172,9 @@ Kokkos::DefaultExecutionSpace space_of(const kamp_session_options* options) {
 #elif defined(KOKKOS_ENABLE_HIP)
   return kamp::detail::hip_space(static_cast<hipStream_t>(stream));
 #else
-  throw api_error(KAMP_ERROR_UNSUPPORTED, std::string("kamp_session_create: a stream was given, but this kamp runs on ") +
-                                              backend_name() + "; pass NULL, or build kamp against a CUDA or HIP Kokkos");
+  throw api_error(KAMP_ERROR_UNSUPPORTED,
+                  std::string("kamp_session_create: a stream was given, but this kamp runs on ") + backend_name() +
+                      "; pass NULL, or build kamp against a CUDA or HIP Kokkos");
 #endif
 }
 
@@ -224,7 +227,8 @@ kamp_status create(kamp_session** out, const char* config, bool is_path, const k
       (void)registered;
       r.kokkos_ours = true;
     }
-    auto s = std::unique_ptr<kamp_session>(new kamp_session{kamp::session<>(parsed, space_of(options), ranks_of(options))});
+    auto s =
+        std::unique_ptr<kamp_session>(new kamp_session{kamp::session<>(parsed, space_of(options), ranks_of(options))});
     const std::lock_guard<std::mutex> lock(r.mutex);
     r.live.insert(s.get());
     *out = s.release();
@@ -294,7 +298,8 @@ kamp_status kamp_session_loss(kamp_session* session, double* loss) {
 kamp_status kamp_session_report(kamp_session* session, kamp_report* report) {
   return guarded(KAMP_ERROR_INVALID_ARGUMENT, [&] {
     kamp::session<>& s = session_of(session, "kamp_session_report");
-    if (report == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, "kamp_session_report: the output pointer is NULL");
+    if (report == nullptr)
+      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, "kamp_session_report: the output pointer is NULL");
     const kamp::session_report r = s.report();
     *report = kamp_report{r.train_steps, r.optimizer_steps, r.skipped_steps, int32_t(r.last_cause),
                           r.loss,        r.loss_scale,      r.grad_norm};

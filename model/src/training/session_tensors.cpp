@@ -19,8 +19,9 @@ tensor_matrix session_matrix(const char* api, const char* what, const tensor_ref
     throw std::invalid_argument(where() + " is declared device memory, but the session runs on the host (" +
                                 session_space + "); declare it host memory, or build kamp for your GPU");
   if (m.cols != columns)
-    throw std::invalid_argument(where() + " has " + std::to_string(m.cols) + " features per sample, the network's config " +
-                                std::to_string(columns) + " (a " + std::to_string(t.rank) + "-dimensional array with " +
+    throw std::invalid_argument(where() + " has " + std::to_string(m.cols) +
+                                " features per sample, the network's config " + std::to_string(columns) + " (a " +
+                                std::to_string(t.rank) + "-dimensional array with " +
                                 std::to_string(t.batch_dims > 0 ? t.batch_dims : -t.batch_dims) +
                                 " batch dimension(s); docs/science-codes.md says how dimensions map)");
   if (m.rows > std::int64_t(1) << 30)
@@ -108,13 +109,13 @@ void gather(const Run& run, const tensor_matrix& m, const rows_in<Run>& staged,
 template <class Run>
 void scatter(const Run& run, const rows_in<Run>& staged, const tensor_matrix& m) {
   with_element_type(m.type, [&](auto e) {
-    if constexpr (!std::is_integral_v<decltype(e)>) scatter_as<decltype(e)>(run, staged, m);  // as_matrix refuses integer outputs
+    if constexpr (!std::is_integral_v<decltype(e)>)
+      scatter_as<decltype(e)>(run, staged, m);  // as_matrix refuses integer outputs
   });
 }
 
 template <class ExecutionSpace>
-constexpr bool host_reachable =
-    Kokkos::SpaceAccessibility<ExecutionSpace, Kokkos::HostSpace>::accessible;
+constexpr bool host_reachable = Kokkos::SpaceAccessibility<ExecutionSpace, Kokkos::HostSpace>::accessible;
 
 }  // namespace
 
@@ -155,9 +156,9 @@ void unstage_tensor(const ExecutionSpace& space, const typename session_engine<E
   scatter(space, staged, target);
 }
 
-#define KAMP_SESSION_TENSORS_INSTANTIATE_(Space)                                                                \
-  template void stage_tensor(const Space&, const tensor_matrix&, const session_engine<Space>::staging&,        \
-                             const session_engine<Space>::flag&);                                               \
+#define KAMP_SESSION_TENSORS_INSTANTIATE_(Space)                                                        \
+  template void stage_tensor(const Space&, const tensor_matrix&, const session_engine<Space>::staging&, \
+                             const session_engine<Space>::flag&);                                       \
   template void unstage_tensor(const Space&, const session_engine<Space>::staging&, const tensor_matrix&);
 KAMP_FOR_EACH_EXECUTION_SPACE(KAMP_SESSION_TENSORS_INSTANTIATE_)
 #undef KAMP_SESSION_TENSORS_INSTANTIATE_

@@ -88,7 +88,8 @@ tensor_matrix as_matrix(const tensor_ref& t, const char* api, const char* what, 
   if (t.batch_dims == 0 || std::abs(t.batch_dims) > t.rank)
     throw std::invalid_argument(where() + ": batch_dims " + std::to_string(t.batch_dims) + " for rank " +
                                 std::to_string(t.rank) + "; use 1 to " + std::to_string(t.rank) +
-                                " (the leading dimensions) or -1 to -" + std::to_string(t.rank) + " (the trailing ones)");
+                                " (the leading dimensions) or -1 to -" + std::to_string(t.rank) +
+                                " (the trailing ones)");
   std::int64_t elements = 1;
   for (int d = 0; d < t.rank; ++d) {
     if (t.shape[d] < 1)
@@ -107,8 +108,9 @@ tensor_matrix as_matrix(const tensor_ref& t, const char* api, const char* what, 
   if (written && (t.type == element_kind::int32 || t.type == element_kind::int64))
     throw std::invalid_argument(where() + " holds " + name(t.type) + "; outputs are fp64, fp32, bf16 or fp16");
   if (written && overlaps(t))
-    throw std::invalid_argument(where() + ": its strides put several elements at one address; an output needs one "
-                                        "address per element");
+    throw std::invalid_argument(where() +
+                                ": its strides put several elements at one address; an output needs one "
+                                "address per element");
   const int batch_end = t.batch_dims > 0 ? t.batch_dims : t.rank;
   const int batch_begin = t.batch_dims > 0 ? 0 : t.rank + t.batch_dims;
   tensor_matrix m;

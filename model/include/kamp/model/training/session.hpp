@@ -134,8 +134,9 @@ tensor_matrix session_matrix(const char* api, const char* what, const tensor_ref
 
 template <class ExecutionSpace>
 tensor_matrix session_matrix(const char* api, const char* what, const tensor_ref& t, int columns, bool written) {
-  return session_matrix(api, what, t, columns, written, ExecutionSpace::name(),
-                        !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible);
+  return session_matrix(
+      api, what, t, columns, written, ExecutionSpace::name(),
+      !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible);
 }
 
 template <class ExecutionSpace, class View>
@@ -219,8 +220,10 @@ class session {
   /// module pass): read where they lie, in host or device memory.
   void train_step(const tensor_ref& inputs, const tensor_ref& labels) {
     constexpr const char* api = "kamp::session::train_step";
-    const detail::tensor_matrix x = detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
-    const detail::tensor_matrix y = detail::session_matrix<ExecutionSpace>(api, "labels", labels, config_.model.outputs(), false);
+    const detail::tensor_matrix x =
+        detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
+    const detail::tensor_matrix y =
+        detail::session_matrix<ExecutionSpace>(api, "labels", labels, config_.model.outputs(), false);
     if (x.rows != y.rows)
       throw std::invalid_argument(std::string(api) + ": inputs have " + std::to_string(x.rows) + " rows but labels " +
                                   std::to_string(y.rows));
@@ -231,8 +234,10 @@ class session {
   }
   void predict(const tensor_ref& inputs, const tensor_ref& outputs) {
     constexpr const char* api = "kamp::session::predict";
-    const detail::tensor_matrix x = detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
-    const detail::tensor_matrix y = detail::session_matrix<ExecutionSpace>(api, "outputs", outputs, config_.model.outputs(), true);
+    const detail::tensor_matrix x =
+        detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
+    const detail::tensor_matrix y =
+        detail::session_matrix<ExecutionSpace>(api, "outputs", outputs, config_.model.outputs(), true);
     if (x.rows != y.rows)
       throw std::invalid_argument(std::string(api) + ": inputs have " + std::to_string(x.rows) + " rows but outputs " +
                                   std::to_string(y.rows));

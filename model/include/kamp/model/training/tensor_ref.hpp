@@ -55,8 +55,9 @@ tensor_ref as_tensor(const View& v, int batch_dims = 1) {
   static_assert(std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, bf16> ||
                     std::is_same_v<T, fp16> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>,
                 "kamp::as_tensor: views of fp64, fp32, bf16, fp16, int32 or int64");
-  t.memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible ? memory_kind::host
-                                                                                                     : memory_kind::device;
+  t.memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible
+                 ? memory_kind::host
+                 : memory_kind::device;
   t.rank = int(View::rank);
   for (int d = 0; d < t.rank; ++d) {
     t.shape[d] = std::int64_t(v.extent(d));
