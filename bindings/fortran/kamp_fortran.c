@@ -44,7 +44,7 @@ static kamp_status tensor_of(const CFI_cdesc_t* a, const char* what, int32_t bat
   t->shape = shape;
   t->strides = strides;
   t->dtype = dtype;
-  t->device = (kamp_device)device;
+  t->device = device;
   t->batch_dims = batch_dims;
   return KAMP_OK;
 }

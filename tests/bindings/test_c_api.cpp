@@ -8,6 +8,8 @@
 
 #include <kamp/model/training/session.hpp>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -292,7 +294,7 @@ TEST_CASE("C API: bad input is a status and a message, the session unchanged", "
   }
   {
     kamp_tensor t = tx;
-    t.dtype = kamp_dtype(9);
+    t.dtype = 9;
     fails(kamp_session_train_step(s.handle, &t, &ty), KAMP_ERROR_INVALID_ARGUMENT, "dtype 9");
     t = tx;
     t.rank = 9;
@@ -343,6 +345,15 @@ TEST_CASE("C API: bad input is a status and a message, the session unchanged", "
   }
   fails(kamp_session_save(s.handle, std::filesystem::temp_directory_path().c_str()), KAMP_ERROR_IO, "directory");
   fails(kamp_session_load(s.handle, "/nonexistent/kamp.h5"), KAMP_ERROR_IO, "/nonexistent/kamp.h5");
+  {
+    // A FIFO is refused by name, not opened (HDF5 would wait for a writer forever).
+    const std::string fifo = (std::filesystem::temp_directory_path() / "kamp_test_c_api.fifo").string();
+    std::filesystem::remove(fifo);
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    fails(kamp_session_load(s.handle, fifo.c_str()), KAMP_ERROR_IO, "is a FIFO");
+    fails(kamp_session_load(s.handle, std::filesystem::temp_directory_path().c_str()), KAMP_ERROR_IO, "directory");
+    std::filesystem::remove(fifo);
+  }
   {
     DLTensor complex{x.data(), {kDLCPU, 0}, 2, {kDLComplex, 64, 1}, xs, nullptr, 0};
     kamp_tensor t;

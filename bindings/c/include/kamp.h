@@ -52,8 +52,8 @@ typedef struct kamp_tensor {
   int32_t rank; /* 1 to KAMP_MAX_RANK */
   const int64_t* shape;
   const int64_t* strides;
-  kamp_dtype dtype;
-  kamp_device device;
+  int32_t dtype;  /* a kamp_dtype (a fixed-size field: enums may differ in size between compilers) */
+  int32_t device; /* a kamp_device */
   int32_t batch_dims;
 } kamp_tensor;
 

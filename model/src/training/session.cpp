@@ -422,8 +422,11 @@ void mlp_engine<T, ExecutionSpace>::write(const std::string& path) const {
 
 template <class T, class ExecutionSpace>
 void mlp_engine<T, ExecutionSpace>::load(const std::string& path) {
-  const h5::handle file = h5::open_file(path);
   const std::string where = "'" + path + "'";
+  // A directory, FIFO or device is refused by name before HDF5 opens (and blocks on) it.
+  if (const std::string problem = input_file_problem(path, "a session checkpoint"); !problem.empty())
+    throw checkpoint_error(where + " " + problem);
+  const h5::handle file = h5::open_file(path);
   if (!h5::has_attribute(file.get(), "format") ||
       h5::read_string_attribute(file.get(), "format", where) != session_format)
     throw checkpoint_error(where + " is not a kamp session file (no format attribute '" + session_format + "')");
@@ -536,6 +539,7 @@ KAMP_FOR_EACH_EXECUTION_SPACE(KAMP_SESSION_INSTANTIATE_)
 }  // namespace detail
 
 std::optional<std::string> session_file_config(const std::string& path) {
+  if (!input_file_problem(path, "a checkpoint").empty()) return std::nullopt;  // the caller's reader names it
   const detail::h5::handle file = detail::h5::open_file(path);
   const std::string where = "'" + path + "'";
   if (!detail::h5::has_attribute(file.get(), "format") ||
