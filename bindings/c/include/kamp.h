@@ -114,8 +114,9 @@ KAMP_API kamp_status kamp_finalize(void);
 }
 #endif
 
-/* DLPack's DLTensor as a kamp_tensor (include dlpack.h first): the same array, no copy. */
-#ifdef DLPACK_VERSION
+/* DLPack's DLTensor as a kamp_tensor (include dlpack.h first): the same array, no copy.
+ * DLPACK_VERSION is DLPack 0.x's macro, DLPACK_MAJOR_VERSION 1.x's. */
+#if defined(DLPACK_VERSION) || defined(DLPACK_MAJOR_VERSION)
 static inline kamp_status kamp_tensor_from_dlpack(const DLTensor* t, int32_t batch_dims, kamp_tensor* out) {
   kamp_tensor k;
   int ok = t != 0 && t->dtype.lanes == 1;
