@@ -49,20 +49,24 @@ static kamp_status tensor_of(const CFI_cdesc_t* a, const char* what, int32_t bat
   return KAMP_OK;
 }
 
-kamp_status kamp_fortran_train_step(kamp_session* session, const CFI_cdesc_t* inputs, const CFI_cdesc_t* labels,
-                                    int32_t batch_dims, int32_t device) {
+typedef kamp_status (*two_tensor_call)(kamp_session*, const kamp_tensor*, const kamp_tensor*);
+
+/* call(session, a, b) on the two arrays described as kamp_tensors. */
+static kamp_status with_tensors(two_tensor_call call, kamp_session* session, const CFI_cdesc_t* a, const char* a_name,
+                                const CFI_cdesc_t* b, const char* b_name, int32_t batch_dims, int32_t device) {
   int64_t shape[2][KAMP_MAX_RANK], strides[2][KAMP_MAX_RANK];
   kamp_tensor x, y;
-  kamp_status s = tensor_of(inputs, "inputs", batch_dims, device, shape[0], strides[0], &x);
-  if (s == KAMP_OK) s = tensor_of(labels, "labels", batch_dims, device, shape[1], strides[1], &y);
-  return s == KAMP_OK ? kamp_session_train_step(session, &x, &y) : s;
+  kamp_status s = tensor_of(a, a_name, batch_dims, device, shape[0], strides[0], &x);
+  if (s == KAMP_OK) s = tensor_of(b, b_name, batch_dims, device, shape[1], strides[1], &y);
+  return s == KAMP_OK ? call(session, &x, &y) : s;
+}
+
+kamp_status kamp_fortran_train_step(kamp_session* session, const CFI_cdesc_t* inputs, const CFI_cdesc_t* labels,
+                                    int32_t batch_dims, int32_t device) {
+  return with_tensors(kamp_session_train_step, session, inputs, "inputs", labels, "labels", batch_dims, device);
 }
 
 kamp_status kamp_fortran_predict(kamp_session* session, const CFI_cdesc_t* inputs, const CFI_cdesc_t* outputs,
                                  int32_t batch_dims, int32_t device) {
-  int64_t shape[2][KAMP_MAX_RANK], strides[2][KAMP_MAX_RANK];
-  kamp_tensor x, y;
-  kamp_status s = tensor_of(inputs, "inputs", batch_dims, device, shape[0], strides[0], &x);
-  if (s == KAMP_OK) s = tensor_of(outputs, "outputs", batch_dims, device, shape[1], strides[1], &y);
-  return s == KAMP_OK ? kamp_session_predict(session, &x, &y) : s;
+  return with_tensors(kamp_session_predict, session, inputs, "inputs", outputs, "outputs", batch_dims, device);
 }

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kamp {
@@ -219,28 +220,14 @@ class session {
   /// The same on arrays described by address, shape and strides (what kamp's C API and Fortran
   /// module pass): read where they lie, in host or device memory.
   void train_step(const tensor_ref& inputs, const tensor_ref& labels) {
-    constexpr const char* api = "kamp::session::train_step";
-    const detail::tensor_matrix x =
-        detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
-    const detail::tensor_matrix y =
-        detail::session_matrix<ExecutionSpace>(api, "labels", labels, config_.model.outputs(), false);
-    if (x.rows != y.rows)
-      throw std::invalid_argument(std::string(api) + ": inputs have " + std::to_string(x.rows) + " rows but labels " +
-                                  std::to_string(y.rows));
+    const auto [x, y] = matrices("kamp::session::train_step", inputs, labels, "labels", false);
     const int n = int(x.rows);
     detail::stage_tensor(space_, x, engine_->staged_inputs(n), engine_->inputs_non_finite());
     detail::stage_tensor(space_, y, engine_->staged_labels(n), engine_->labels_non_finite());
     engine_->train_staged(n);
   }
   void predict(const tensor_ref& inputs, const tensor_ref& outputs) {
-    constexpr const char* api = "kamp::session::predict";
-    const detail::tensor_matrix x =
-        detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
-    const detail::tensor_matrix y =
-        detail::session_matrix<ExecutionSpace>(api, "outputs", outputs, config_.model.outputs(), true);
-    if (x.rows != y.rows)
-      throw std::invalid_argument(std::string(api) + ": inputs have " + std::to_string(x.rows) + " rows but outputs " +
-                                  std::to_string(y.rows));
+    const auto [x, y] = matrices("kamp::session::predict", inputs, outputs, "outputs", true);
     const int n = int(x.rows);
     detail::stage_tensor(space_, x, engine_->staged_inputs(n), engine_->inputs_non_finite());
     detail::unstage_tensor(space_, engine_->predict_staged(n), y);
@@ -265,6 +252,20 @@ class session {
   const ExecutionSpace& space() const { return space_; }
 
  private:
+  // The inputs' and the other tensor's matrices, checked against the network and each other.
+  std::pair<detail::tensor_matrix, detail::tensor_matrix> matrices(const char* api, const tensor_ref& inputs,
+                                                                   const tensor_ref& other, const char* what,
+                                                                   bool written) const {
+    const detail::tensor_matrix x =
+        detail::session_matrix<ExecutionSpace>(api, "inputs", inputs, config_.model.inputs(), false);
+    const detail::tensor_matrix y =
+        detail::session_matrix<ExecutionSpace>(api, what, other, config_.model.outputs(), written);
+    if (x.rows != y.rows)
+      throw std::invalid_argument(std::string(api) + ": inputs have " + std::to_string(x.rows) + " rows but " + what +
+                                  " " + std::to_string(y.rows));
+    return {x, y};
+  }
+
   ExecutionSpace space_;
   session_config config_;
   std::unique_ptr<detail::session_engine<ExecutionSpace>> engine_;
