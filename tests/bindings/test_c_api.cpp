@@ -394,3 +394,18 @@ TEST_CASE("C API: save, load into a new session, and the version", "[c_api]") {
   CHECK(patch == KAMP_VERSION_PATCH);
   CHECK(std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) == KAMP_TEST_PROJECT_VERSION);
 }
+
+// Last in the file: in one process (without test discovery) nothing may follow it.
+TEST_CASE("C API: kamp_finalize ends kamp in the process, and a later create says so", "[c_api]") {
+  c_session s(config_text("fp32"));
+  kamp_session* alive = s.handle;
+  REQUIRE(kamp_finalize() == KAMP_OK);
+  // The session it destroyed is no longer a handle kamp knows.
+  CHECK(kamp_session_train_step(alive, nullptr, nullptr) == KAMP_ERROR_INVALID_HANDLE);
+  s.handle = nullptr;
+  kamp_session* later = nullptr;
+  CHECK(kamp_session_create_from_text(&later, config_text("fp32").c_str(), nullptr) == KAMP_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kamp_last_error()).find("kamp_finalize was called") != std::string::npos);
+  CHECK(later == nullptr);
+  CHECK(kamp_finalize() == KAMP_OK);  // twice: nothing left to do
+}

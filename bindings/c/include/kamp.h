@@ -107,7 +107,8 @@ KAMP_API kamp_status kamp_session_load(kamp_session* session, const char* path);
 KAMP_API kamp_status kamp_binding_error(kamp_status status, const char* message);
 
 /* Finalizes the Kokkos that kamp initialized (sessions still alive are destroyed first).
- * Optional: at exit kamp does it itself. */
+ * Optional: at exit kamp does it itself. Kokkos cannot start again in a process, so a create
+ * after it fails (KAMP_ERROR_INVALID_ARGUMENT). */
 KAMP_API kamp_status kamp_finalize(void);
 
 #ifdef __cplusplus

@@ -36,6 +36,7 @@ struct registry {
   std::mutex mutex;
   std::unordered_set<kamp_session*> live;
   bool kokkos_ours = false;
+  bool finalized = false;  // Kokkos cannot start again in this process
 };
 registry& handles() {
   static registry r;
@@ -206,7 +207,11 @@ void finalize_kokkos() {
     live.swap(r.live);
   }
   for (kamp_session* s : live) delete s;
-  if (r.kokkos_ours && Kokkos::is_initialized()) Kokkos::finalize();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.kokkos_ours && Kokkos::is_initialized()) {
+    Kokkos::finalize();
+    r.finalized = true;
+  }
   r.kokkos_ours = false;
 }
 
@@ -221,11 +226,18 @@ kamp_status create(kamp_session** out, const char* config, bool is_path, const k
     const kamp::session_config parsed =
         is_path ? kamp::session_config::from_file(config) : kamp::session_config::parse(config, "config text");
     registry& r = handles();
-    if (!Kokkos::is_initialized()) {
-      Kokkos::initialize();
-      static const bool registered = std::atexit(finalize_kokkos) == 0;
-      (void)registered;
-      r.kokkos_ours = true;
+    {
+      const std::lock_guard<std::mutex> lock(r.mutex);
+      if (r.finalized)
+        throw api_error(KAMP_ERROR_INVALID_ARGUMENT, std::string(api) +
+                                                         ": kamp_finalize was called, and Kokkos cannot start again "
+                                                         "in this process; finalize only at the end");
+      if (!Kokkos::is_initialized()) {
+        Kokkos::initialize();
+        static const bool registered = std::atexit(finalize_kokkos) == 0;
+        (void)registered;
+        r.kokkos_ours = true;
+      }
     }
     auto s =
         std::unique_ptr<kamp_session>(new kamp_session{kamp::session<>(parsed, space_of(options), ranks_of(options))});
