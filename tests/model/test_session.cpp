@@ -332,6 +332,26 @@ TEST_CASE("session: LayoutLeft, strided and fp64 inputs train exactly as LayoutR
     for (int d = 0; d < 4; ++d) wide[std::size_t(i) * 6 + 1 + d] = x[std::size_t(i) * 4 + d];
   const auto w = device_matrix<float>(wide, n, 6);
   CHECK(train(Kokkos::subview(w, Kokkos::ALL, std::make_pair(1, 5)), device_matrix<float>(y, n, 2)) == want);
+
+  // The same through kamp::as_tensor (the path of the C API and Fortran module): LayoutRight,
+  // LayoutLeft, the strided subview, and a rank-3 LayoutLeft array whose two batch dimensions
+  // (10, 5) do not merge, sample (i, j) being row 5 i + j.
+  const auto described = [&](const auto& in, const auto& labels, int batch_dims) {
+    kamp::session<> s(config);
+    for (int step = 0; step < 5; ++step) s.train_step(kamp::as_tensor(in, batch_dims), kamp::as_tensor(labels, 1));
+    return s.weights();
+  };
+  CHECK(described(device_matrix<float>(x, n, 4), device_matrix<float>(y, n, 2), 1) == want);
+  CHECK(described(device_matrix<float, Kokkos::LayoutLeft>(x, n, 4), device_matrix<float, Kokkos::LayoutLeft>(y, n, 2),
+                  1) == want);
+  CHECK(described(Kokkos::subview(w, Kokkos::ALL, std::make_pair(1, 5)), device_matrix<float>(y, n, 2), 1) == want);
+  Kokkos::View<double***, Kokkos::LayoutLeft> cube("cube", 10, 5, 4);
+  const auto h = Kokkos::create_mirror_view(cube);
+  for (int i = 0; i < 10; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int d = 0; d < 4; ++d) h(i, j, d) = x[std::size_t(i * 5 + j) * 4 + d];
+  Kokkos::deep_copy(cube, h);
+  CHECK(described(cube, device_matrix<float>(y, n, 2), 2) == want);
 }
 
 TEST_CASE("session: bad input is refused by name and leaves the session unchanged", "[session]") {

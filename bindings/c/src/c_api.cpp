@@ -128,30 +128,15 @@ kamp::tensor_ref tensor_of(const kamp_tensor* t, const char* api, const char* wh
     throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has rank " + std::to_string(t->rank) +
                                                      "; kamp reads 1 to " + std::to_string(KAMP_MAX_RANK));
   if (t->shape == nullptr) throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has no shape (NULL)");
-  switch (t->dtype) {
-    case KAMP_FP64:
-      r.type = kamp::element_kind::fp64;
-      break;
-    case KAMP_FP32:
-      r.type = kamp::element_kind::fp32;
-      break;
-    case KAMP_BF16:
-      r.type = kamp::element_kind::bf16;
-      break;
-    case KAMP_FP16:
-      r.type = kamp::element_kind::fp16;
-      break;
-    case KAMP_INT32:
-      r.type = kamp::element_kind::int32;
-      break;
-    case KAMP_INT64:
-      r.type = kamp::element_kind::int64;
-      break;
-    default:
-      throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has dtype " + std::to_string(int(t->dtype)) +
-                                                       "; use KAMP_FP64, KAMP_FP32, KAMP_BF16, KAMP_FP16, KAMP_INT32 "
-                                                       "or KAMP_INT64");
-  }
+  // Indexed by kamp_dtype's values (kamp.h numbers them 0 to 5 in this order).
+  constexpr kamp::element_kind kinds[] = {kamp::element_kind::fp64,  kamp::element_kind::fp32,
+                                          kamp::element_kind::bf16,  kamp::element_kind::fp16,
+                                          kamp::element_kind::int32, kamp::element_kind::int64};
+  if (t->dtype < 0 || t->dtype > KAMP_INT64)
+    throw api_error(KAMP_ERROR_INVALID_ARGUMENT, where() + " has dtype " + std::to_string(t->dtype) +
+                                                     "; use KAMP_FP64, KAMP_FP32, KAMP_BF16, KAMP_FP16, KAMP_INT32 "
+                                                     "or KAMP_INT64");
+  r.type = kinds[t->dtype];
   r.data = t->data;
   r.rank = t->rank;
   r.batch_dims = t->batch_dims == 0 ? 1 : t->batch_dims;
