@@ -404,8 +404,17 @@ TEST_CASE("C API: kamp_finalize ends kamp in the process, and a later create say
   CHECK(kamp_session_train_step(alive, nullptr, nullptr) == KAMP_ERROR_INVALID_HANDLE);
   s.handle = nullptr;
   kamp_session* later = nullptr;
-  CHECK(kamp_session_create_from_text(&later, config_text("fp32").c_str(), nullptr) == KAMP_ERROR_INVALID_ARGUMENT);
-  CHECK(std::string(kamp_last_error()).find("kamp_finalize was called") != std::string::npos);
-  CHECK(later == nullptr);
+  const kamp_status status = kamp_session_create_from_text(&later, config_text("fp32").c_str(), nullptr);
+  if (status == KAMP_OK) {
+    // kamp built against a shared Kokkos library (sid's) shares this program's Kokkos, which
+    // kamp neither started nor ends: it is still running and sessions still work.
+    CHECK(Kokkos::is_initialized());
+    CHECK(kamp_session_destroy(&later) == KAMP_OK);
+  } else {
+    // kamp's own (static) Kokkos ended with kamp_finalize and cannot start again.
+    CHECK(status == KAMP_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(kamp_last_error()).find("kamp_finalize was called") != std::string::npos);
+    CHECK(later == nullptr);
+  }
   CHECK(kamp_finalize() == KAMP_OK);  // twice: nothing left to do
 }
