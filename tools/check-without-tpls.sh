@@ -14,3 +14,4 @@ export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 (cd "$build" && ctest -L kernels --output-on-failure >"$build/ctest.log" 2>&1) \
   || { tail -n 40 "$build/ctest.log"; kamp_die "kernel tests failed without vendor GEMM libraries" "see $build/ctest.log"; }
 echo "without vendor GEMM libraries: $(grep 'tests passed' "$build/ctest.log")"
+kamp_report_skips "$build"

@@ -5,14 +5,37 @@ KAMP_KOKKOS_VERSION=3.4.01
 KAMP_REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KAMP_JOBS=${KAMP_JOBS:-$(nproc)}
 
-# kamp's own builds go through ccache, one cache per CPU feature set: ccache keys -march=native
-# by its spelling, and a cache shared by AVX-512 and AVX2 hosts would hand AVX-512 objects to an
-# AVX2 one. CI clones anew each run; the cache is what keeps its rebuilds short, and its base
-# directory (the clone) makes paths inside the clone relative, so two clones share entries.
-kamp_cpu_kind=$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)
-kamp_ccache_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=$KAMP_CACHE_DIR/ccache-$kamp_cpu_kind;CCACHE_BASEDIR=$KAMP_REPO_DIR;CCACHE_MAXSIZE=20G;ccache")
+# kamp's own builds go through ccache, one cache for every CPU kind. Each flag that selects
+# instructions is explicit (Kokkos' host arch gives -march=skylake-avx512 or -march=znver2, never
+# -march=native; the sid leg names its -march too), and ccache keys objects by their flags, so an
+# AVX-512 Xeon reuses what a Zen 4 compiled for the same Kokkos arch, an AVX2 host gets entries of
+# its own, and the GPU compile checks and the sid leg's baseline build, which depend on no host
+# CPU, stay warm when the CPU kind changes. CI clones anew each run; the base directory (the
+# clone) makes paths inside the clone relative, so two clones share entries.
+kamp_ccache_dir=$KAMP_CACHE_DIR/ccache
+# The caches kept before, one per CPU kind (ccache-<hash>, ccache-sid-<hash>), become these.
+for kamp_old_cache in "$KAMP_CACHE_DIR"/ccache-sid-* "$KAMP_CACHE_DIR"/ccache-[0-9a-f]*; do
+  [[ $kamp_old_cache == */ccache-sid-* ]] && kamp_new_cache=$KAMP_CACHE_DIR/ccache-sid || kamp_new_cache=$kamp_ccache_dir
+  [ -d "$kamp_old_cache" ] && [ ! -e "$kamp_new_cache" ] && mv "$kamp_old_cache" "$kamp_new_cache"
+done
+kamp_ccache_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=$kamp_ccache_dir;CCACHE_BASEDIR=$KAMP_REPO_DIR;CCACHE_MAXSIZE=30G;ccache")
 
 kamp_step() { printf '\n==> %s\n' "$*"; }
+
+# kamp_report_skips BUILD-DIR: after a ctest run in BUILD-DIR, names each test that skipped itself
+# (exit 77, shown by CTest as "Skipped": a tool or CPU feature missing, or the placeholder
+# registered where a tool was missing at configure time) with its reason. With KAMP_CI=1
+# (.ci/run; CI installs every tool) any skip fails the leg.
+kamp_report_skips() {
+  local reasons
+  reasons=$(awk '/^[0-9]+\/[0-9]+ Test: / { test = $0; sub(/^[0-9]+\/[0-9]+ Test: /, "", test) } /kamp test skipped: / { sub(/.*kamp test skipped: /, ""); print "  " test ": " $0 }' \
+    "$1/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u || true)
+  [ -n "$reasons" ] || return 0
+  printf 'tests that did not run here, and why:\n%s\n' "$reasons"
+  [ "${KAMP_CI:-0}" = 1 ] || return 0
+  kamp_die "CI must run every test, and the tests above skipped themselves" \
+    "install what each reason names through tools/setup.sh (or the leg's chroot recipe), so CI runs them"
+}
 kamp_die() {
   printf '\nkamp setup error: %s\n' "$1" >&2
   [ -n "${2:-}" ] && printf 'fix: %s\n' "$2" >&2

@@ -17,3 +17,4 @@ done
 kamp_step "running the tests (ctest ${selection[*]})"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 cd "$build" && ctest --output-on-failure "${selection[@]}"
+kamp_report_skips "$build"

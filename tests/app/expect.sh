@@ -3,8 +3,10 @@
 #     status must be STATUS (an extended regex, e.g. 1 or 0|104) and its output (stdout and stderr)
 #     match REGEX. The output stays in $output for `lacks`.
 #   lacks NAME REGEX: the output of the last expect must not match REGEX.
-#   expect_summary TITLE: prints the tally; its status is the script's verdict.
-passed=0 failed=0 output=
+#   not_run REASON: a group of checks cannot run here (a tool or root missing); says why.
+#   expect_summary TITLE: prints the tally; its status is the script's verdict: 1 if a check
+#     failed, else 77 (CTest: skipped) if a group did not run, else 0.
+passed=0 failed=0 output= not_run_reasons=()
 expect() {
   local name=$1 want=$2 regex=$3 rc
   shift 3
@@ -25,10 +27,18 @@ lacks() {
     passed=$((passed + 1))
   fi
 }
+not_run() {
+  not_run_reasons+=("$1")
+  echo "not run: $1"
+}
 expect_summary() {
   if [ "$failed" -gt 0 ]; then
     echo "$1: $failed of $((passed + failed)) checks failed"
     return 1
+  fi
+  if [ ${#not_run_reasons[@]} -gt 0 ]; then
+    printf 'kamp test skipped: %s: %s checks passed, but these did not run: %s\n' "$1" "$passed" "${not_run_reasons[*]}"
+    return 77
   fi
   echo "$1: all $passed checks passed"
 }

@@ -92,7 +92,7 @@ PY
     "$train" "${tiny[@]}" --steps 3 --checkpoint-dir "$scratch/ck-f1" --resume "$scratch/format1.h5" \
     --accept-unhashed-checkpoint
 else
-  echo "note: no h5py for Debian's python3: the edited-attribute cases did not run"
+  not_run "the edited-attribute cases (no h5py for Debian's python3; Debian: python3-h5py)"
 fi
 
 # A checkpoint directory that cannot hold a checkpoint is found before training: a read-only
@@ -114,6 +114,6 @@ if mount -t tmpfs -o size=64k tmpfs "$mnt" 2>/dev/null; then
   expect "the checkpoints written before stay valid" 0 "step" "$inspect" "$newest"
   umount "$mnt"
 else
-  echo "note: no tmpfs mount here (not root?): the disk-full cases did not run"
+  not_run "the disk-full cases (no tmpfs mount here: they need root)"
 fi
 expect_summary "hostile inputs"

@@ -125,7 +125,7 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=8m,nr_inodes=4 tmpfs "$mnt" 2>
   umount "$mnt"
   trap - EXIT
 else
-  echo "hostile world: skipped the full and inode-less file systems (tmpfs mounts need root)"
+  not_run "the full and inode-less file systems (tmpfs mounts need root)"
 fi
 
 expect_summary "hostile world"

@@ -114,7 +114,7 @@ if [ "$(id -u)" -eq 0 ]; then
   expect "--export-llmc into another user's file" 1 "belongs to another user" "$inspect" read.h5 --export-llmc theirs.csv
   unchanged "another user's file" theirs.csv "$theirs_sum"
 else
-  echo "never clobber: the other user's file cases need root to chown (not run)"
+  not_run "the other user's file cases (chown needs root)"
 fi
 
 expect_summary "never clobber"

@@ -4,6 +4,7 @@
 // Catch2 2 (one header) and Catch2 3 (a library, headers per concept) behind one include, so
 // every test source compiles against either. KAMP_CATCH2_MAJOR comes from the Catch2 package
 // CMake found (tests/CMakeLists.txt).
+#include <iostream>
 #include <string>
 
 #if KAMP_CATCH2_MAJOR >= 3
@@ -22,6 +23,22 @@ using Catch::Approx;
 #endif
 
 namespace kamp::test {
+
+/// Exit status of a test that could not run (CTest's SKIP_RETURN_CODE on every kamp test): it
+/// shows as "Skipped" with its reason, never as a pass, and CI fails on it (tools/common.sh).
+inline constexpr int skipped_exit_code = 77;
+
+/// Whether a test case of this process called `skip`.
+inline bool& skipped() {
+  static bool s = false;
+  return s;
+}
+
+/// Marks the running test case as skipped and says why; the caller returns from it.
+inline void skip(const std::string& reason) {
+  skipped() = true;
+  std::cout << "kamp test skipped: " << reason << std::endl;
+}
 
 /// Matcher: the string contains `part` (Catch2 2's Contains, Catch2 3's ContainsSubstring).
 inline auto contains(const std::string& part) {

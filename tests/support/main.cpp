@@ -13,5 +13,6 @@ int main(int argc, char* argv[]) {
   // start-up warnings on stdout would be read as test names.
   std::optional<Kokkos::ScopeGuard> kokkos;
   if (!kamp::test::only_lists(session.configData())) kokkos.emplace(argc, argv);
-  return session.run();
+  const int failed = session.run();
+  return failed == 0 && kamp::test::skipped() ? kamp::test::skipped_exit_code : failed;
 }

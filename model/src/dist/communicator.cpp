@@ -1,4 +1,5 @@
 #include <kamp/kernels/cast.hpp>
+#include <kamp/kernels/detail/fence.hpp>
 #include <kamp/model/dist/communicator.hpp>
 #include <kamp/numeric/convert.hpp>
 
@@ -196,7 +197,7 @@ request communicator::start_reduce_scatter_sum(float* buffer, const std::vector<
         Kokkos::deep_copy(ex, moved, floats(buffer, mine));
         Kokkos::deep_copy(ex, floats(buffer + first, mine), moved);
       }
-      ex.fence();
+      kamp::detail::fence(ex, "the reduced shard is in place");
     };
     return out;
   }
@@ -204,7 +205,7 @@ request communicator::start_reduce_scatter_sum(float* buffer, const std::vector<
   // applies to host data only.
   s.narrow = Kokkos::View<bf16*, memory_space>("kamp::dist::wire", n);
   cast(ex, s.narrow, Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(buffer, n));
-  ex.fence();
+  kamp::detail::fence(ex, "MPI reads the bf16 gradients");
   // Created once per process (MPI_Finalize releases it).
   static const MPI_Op op = [] {
     MPI_Op created;
@@ -217,7 +218,7 @@ request communicator::start_reduce_scatter_sum(float* buffer, const std::vector<
   s.finish = [&s, buffer, first, mine, ex] {
     s.copy_back(s.narrow.data());
     cast(ex, floats(buffer + first, mine), Kokkos::subview(s.narrow, std::make_pair(std::size_t(0), mine)));
-    ex.fence();
+    kamp::detail::fence(ex, "the reduced shard is in place");
   };
   return out;
 }

@@ -1,4 +1,5 @@
 #include "dist/gradient_exchange.hpp"
+#include <kamp/kernels/detail/fence.hpp>
 
 #include "dist/packing.hpp"
 #include "dist/sharded_units.hpp"
@@ -71,7 +72,7 @@ class gathered_weights {
 
   void share() const {
     const execution_space ex;
-    ex.fence();  // MPI reads the buffers from the host
+    detail::fence(ex, "MPI reads the buffers");
     ranks_.all_gather(const_cast<void*>(copy_.data), size_of(copy_.type), shards_);
     if (!packing_) return;
     const float* master = static_cast<const float*>(exact_.data);
@@ -79,7 +80,7 @@ class gathered_weights {
       Kokkos::deep_copy(
           ex, Kokkos::View<float*, memory_space, Kokkos::MemoryUnmanaged>(gathered_.data() + p.packed, p.size),
           Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + p.shard, p.size));
-    ex.fence();
+    detail::fence(ex, "MPI reads the packed master weights");
     ranks_.all_gather(gathered_.data(), sizeof(float), packing_->parts);
   }
 
@@ -128,7 +129,7 @@ class reduce_scatter_exchange final : public distributed_exchange {
   gradients_view finish_backward(const gradient_hook& hook) override {
     const gradients_view grads = model_.grads();
     if (hook) hook(grads);
-    execution_space().fence();  // MPI reads the gradients from the host
+    detail::fence(execution_space(), "MPI reads the gradients");
     const auto start = std::chrono::steady_clock::now();
     ranks_.reduce_scatter_sum(grads.data(), shard_sizes_, wire_);
     waited_ += seconds_since(start);

@@ -1,4 +1,5 @@
 #include "dist/sharded_units.hpp"
+#include <kamp/kernels/detail/fence.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -98,7 +99,7 @@ void sharded_units::gather(int unit) {
   b.copy_gather.wait();
   b.exact_gather.wait();
   const execution_space& ex = model_.space();
-  ex.fence();  // the kernels that read the slot's previous unit are done
+  detail::fence(ex, "the kernels that read the slot's previous unit are done");
   const std::size_t width = size_of(source_.copy.type);
   const auto* copy = static_cast<const char*>(source_.copy.data);
   for (const auto& piece : params_[unit].mine)
@@ -110,7 +111,7 @@ void sharded_units::gather(int unit) {
     Kokkos::deep_copy(
         ex, floats(b.exact.data() + piece.packed, piece.size),
         Kokkos::View<const float*, memory_space, Kokkos::MemoryUnmanaged>(master + piece.shard, piece.size));
-  ex.fence();  // MPI reads the slot
+  detail::fence(ex, "MPI reads the slot");
   b.copy_gather = ranks_.start_all_gather(b.copy.data(), width, params_[unit].parts);
   if (master != nullptr) b.exact_gather = ranks_.start_all_gather(b.exact.data(), sizeof(float), exact_[unit].parts);
   b.held = unit;
@@ -161,7 +162,7 @@ void sharded_units::before_backward(int unit) {
 
 void sharded_units::after_backward(int unit) {
   unit_buffers& b = gradient_slots_[gradient_slot(unit)];
-  model_.space().fence();  // MPI reads the gradients
+  detail::fence(model_.space(), "MPI reads the gradients");
   b.reduction = ranks_.start_reduce_scatter_sum(b.grads.data(), params_[unit].counts(), wire_);
   b.reducing = unit;
 }

@@ -1,3 +1,4 @@
+#include <kamp/kernels/detail/fence.hpp>
 #include <kamp/kernels/flat_tensors.hpp>
 #include <kamp/kernels/nn.hpp>
 #include <kamp/model/network/gpt.hpp>
@@ -336,7 +337,7 @@ double gpt<Real, ES>::run_host(const int* tokens, const int* targets, bool with_
   run(tok, tgt, with_grad, grad_scale, scaler, b.loss);
   double sum = 0;
   Kokkos::deep_copy(space_, sum, b.loss);
-  space_.fence();
+  detail::fence(space_, "the host reads the loss");
   return sum / double(n);
 }
 

@@ -1,3 +1,4 @@
+#include <kamp/kernels/detail/fence.hpp>
 #include <kamp/model/training/session.hpp>
 
 #include <kamp/kernels/adamw.hpp>
@@ -183,7 +184,7 @@ class mlp_engine final : public session_engine<ExecutionSpace> {
   /// Every rank's gradients summed into every rank's buffer: a reduce-scatter over the flat
   /// buffer's equal shards and an all-gather of the sums (the all-reduce of data parallelism).
   void sum_gradients_over_ranks() {
-    space_.fence();  // MPI reads the buffer the backward pass wrote
+    detail::fence(space_, "MPI reads the gradients");
     std::vector<std::size_t> counts;
     std::vector<element_range> parts;
     for (int r = 0; r < ranks_.size(); ++r) {
@@ -265,7 +266,7 @@ class mlp_engine final : public session_engine<ExecutionSpace> {
         exact, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(weights.data(), weights.size()));
     with_optimizer([&](const auto& o) { o.initialize(space_, exact, model_); });
     refresh_vectors();
-    space_.fence();
+    detail::fence(space_, "the caller's weights may change after this call");
   }
 
   ExecutionSpace space_;
@@ -340,7 +341,7 @@ std::vector<E> read_flat(hid_t group, const std::string& group_name, const std::
 
 template <class T, class ExecutionSpace>
 std::vector<float> mlp_engine<T, ExecutionSpace>::weights() const {
-  space_.fence();
+  detail::fence(space_, "the host reads the weights");
   std::vector<float> exact;
   if (has_master()) {
     with_optimizer([&](const auto& o) { exact = host_copy(o.master()); });

@@ -1,5 +1,6 @@
 // A session's inputs and outputs given as raw arrays (tensor_ref): gathered into and scattered
 // from the fp32 staging rows by element address, for every element type and backend.
+#include <kamp/kernels/detail/fence.hpp>
 #include <kamp/kernels/execution_spaces.hpp>
 #include <kamp/model/training/session.hpp>
 
@@ -129,10 +130,10 @@ void stage_tensor(const ExecutionSpace& space, const tensor_matrix& source,
       rows_in<Kokkos::DefaultHostExecutionSpace> rows("kamp::session::host_rows", staged.extent(0), staged.extent(1));
       Kokkos::View<int, Kokkos::HostSpace> bad("kamp::session::host_non_finite");
       gather(host, source, rows, bad);
-      host.fence();
+      detail::fence(host, "the staged rows are copied to the device");
       Kokkos::deep_copy(space, staged, rows);
       Kokkos::deep_copy(space, non_finite, bad);
-      space.fence();  // the host buffers go out of scope
+      detail::fence(space, "the host buffers go out of scope");
       return;
     }
   }
@@ -147,9 +148,9 @@ void unstage_tensor(const ExecutionSpace& space, const typename session_engine<E
       const Kokkos::DefaultHostExecutionSpace host;
       rows_in<Kokkos::DefaultHostExecutionSpace> rows("kamp::session::host_rows", staged.extent(0), staged.extent(1));
       Kokkos::deep_copy(space, rows, staged);
-      space.fence();
+      detail::fence(space, "the host scatters the staged outputs");
       scatter(host, rows, target);
-      host.fence();
+      detail::fence(host, "the caller reads its outputs");
       return;
     }
   }

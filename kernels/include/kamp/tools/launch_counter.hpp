@@ -5,6 +5,8 @@
 // launches, fences (host waits) and deep copies. The same counters run on every backend, so a
 // CPU build shows the structure a GPU run pays for. Not thread-safe; it takes over the launch,
 // fence, deep-copy and region callbacks while it counts (the allocation ones stay free).
+#include <kamp/kernels/detail/fence.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -17,12 +19,14 @@ namespace kamp {
 /// \brief What `count_launches` saw.
 struct launch_tally {
   int launches = 0;  ///< parallel_for, parallel_reduce and parallel_scan calls
-  /// Fences that wait for an execution space (Kokkos reports them from 3.5 on, 3.4 none), other
-  /// than the host-only ones below.
+  /// Fences that wait for an execution space, other than the host-only ones below: kamp's own
+  /// on every Kokkos (kamp::detail::fence), and from 3.5 on also those Kokkos makes itself
+  /// (in deep copies, allocations, reductions into host scalars), which 3.4 does not report.
   int fences = 0;
-  /// Fences of host spaces that a run on a GPU does not have: around host vendor GEMMs
-  /// (kamp::gemm[dnnl|widened|kokkosblas,...], whose libraries run on their own threads) and
-  /// before Kokkos 4's host memset of a zero fill ("HostSpace fence", there for HPX).
+  /// Fences of host spaces that a run on a GPU does not have: kamp's before and after a host
+  /// vendor library (oneDNN, a BLAS: they run on threads of their own), labelled so by
+  /// kamp::detail::fence only where the space is a host space, and Kokkos 4's before a host
+  /// memset of a zero fill ("HostSpace fence", there for HPX).
   int host_fences = 0;
   int tool_fences = 0;  ///< fences Kokkos (>= 4) adds around callbacks while a tool listens
   int copies = 0;       ///< deep copies between views (fills of a scalar excluded)
@@ -43,15 +47,6 @@ struct launch_counting {
   static launch_counting& instance() {
     static launch_counting c;
     return c;
-  }
-  // Host vendor libraries (oneDNN, a BLAS) run on their own threads, so a host GEMM fences the
-  // host space around them. Those paths exist only on host spaces.
-  bool in_host_vendor_gemm() const {
-    for (const auto& r : regions)
-      if (r.rfind("kamp::gemm[dnnl,", 0) == 0 || r.rfind("kamp::gemm[widened,", 0) == 0 ||
-          r.rfind("kamp::gemm[kokkosblas,", 0) == 0)
-        return true;
-    return false;
   }
   bool in_gemm() const {
     for (const auto& r : regions)
@@ -75,13 +70,15 @@ struct launch_counting {
       ++c.tally.tool_fences;
       return;
     }
-    if (c.in_host_vendor_gemm() || std::strcmp(name, "HostSpace fence") == 0) {
+    if (std::strncmp(name, host_library_fence_label, std::strlen(host_library_fence_label)) == 0 ||
+        std::strcmp(name, "HostSpace fence") == 0) {
       ++c.tally.host_fences;
       return;
     }
     ++c.tally.fences;
     c.tally.fence_names.emplace_back(name);
   }
+  static void observe_kamp_fence(const char* label) { fence(label, 0, nullptr); }
   static void copy(Kokkos::Tools::SpaceHandle, const char* dst, const void*, Kokkos::Tools::SpaceHandle,
                    const char* src, const void*, std::uint64_t) {
     // deep_copy(view, scalar) reports the scalar as its source: "Scalar" (Kokkos 4, 5) or
@@ -110,6 +107,7 @@ struct launch_counting {
     tools::set_begin_parallel_scan_callback(on ? launch : nullptr);
     tools::set_end_parallel_scan_callback(on ? end : nullptr);
     tools::set_begin_fence_callback(on ? fence : nullptr);
+    if (!kokkos_reports_fences) fence_observer() = on ? observe_kamp_fence : nullptr;
     tools::set_end_fence_callback(on ? end : nullptr);
     tools::set_begin_deep_copy_callback(on ? copy : nullptr);
     tools::set_push_region_callback(on ? push : nullptr);

@@ -13,6 +13,7 @@
 //    sums, one rounding of a 16-bit C) with the vendor's summation order.
 // Which form runs, or none, is what the vendors say of the problem on this machine.
 #include <kamp/kernels/detail/chunked_range.hpp>
+#include <kamp/kernels/detail/fence.hpp>
 #include <kamp/kernels/detail/gemm_dispatch.hpp>
 #include <kamp/kernels/detail/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
@@ -118,7 +119,7 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
       if (p.beta != 0.0f) widen_matrices(space, c, p.c, p.batch, p.m, p.n, p.ldc, offsets_c(p));
     }
     if (form(p) == staging::c_only) {
-      space.fence();  // the vendor may run on its own threads
+      fence_for_host_library(space, "before a GEMM on widened operands");
       const auto s = staged<TA, TB>(p, nullptr, nullptr, c);
       route(s).run(space, s);
     } else {
@@ -133,7 +134,7 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
       if constexpr (!std::is_same_v<TB, float>)
         widen_matrices(space, b, p.b, p.batch, b_rows, b_cols, p.ldb,
                        [p](int i) { return p.offset(i, p.stride_b, p.inner_stride_b); });
-      space.fence();
+      fence_for_host_library(space, "before a GEMM on widened operands");
       const auto s = staged<float, float>(p, a, b, c);
       route(s).run(space, s);
     }
@@ -148,7 +149,7 @@ struct gemm_tpl<widened_path, Kokkos::DefaultHostExecutionSpace, TA, TB, TC> {
         KAMP_SIMD()
         for (int j = 0; j < n; ++j) store_nearest(row + j, in[j]);
       });
-      space.fence();
+      fence_for_host_library(space, "the widened GEMM's workspace is free again");
     }
   }
 

@@ -1,6 +1,7 @@
 #ifndef KAMP_KERNELS_NN_EMBEDDING_HPP
 #define KAMP_KERNELS_NN_EMBEDDING_HPP
 
+#include <kamp/kernels/detail/fence.hpp>
 #include <kamp/kernels/nn/detail/nn_common.hpp>
 #include <kamp/kernels/nn/rows.hpp>
 #include <kamp/tools/traffic.hpp>
@@ -115,7 +116,7 @@ struct token_rows {
     Kokkos::deep_copy(device, Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(tokens, n));
     const typename MemorySpace::execution_space space;
     assign(space, device);
-    space.fence();
+    detail::fence(space, "the host's tokens may change after this call");
   }
 
   /// Rebuilds the index for the next batch of the same size, in the same memory, on `space`.

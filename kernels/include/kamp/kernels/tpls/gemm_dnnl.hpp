@@ -9,6 +9,7 @@
 // A strided batch (attention's heads inside projection rows) that oneDNN serves only off its AMX
 // kernel is packed into dense copies first (dnnl_packing).
 #include <kamp/config.hpp>
+#include <kamp/kernels/detail/fence.hpp>
 #include <kamp/kernels/detail/gemm_portable.hpp>
 #include <kamp/kernels/tpls/gemm_tpl_avail.hpp>
 #include <kamp/numeric/dtype.hpp>
@@ -395,7 +396,7 @@ struct gemm_tpl_dnnl {
   }
   static std::string implementation(const problem& p) { return dnnl_context::instance().implementation(p); }
   static void run(const Kokkos::DefaultHostExecutionSpace& space, const problem& p) {
-    space.fence();  // oneDNN runs on its own threads, after Kokkos work that produced A and B
+    fence_for_host_library(space, "oneDNN reads A and B on threads of its own");
     dnnl_context::instance().matmul(p);
   }
 };
