@@ -5,20 +5,28 @@ KAMP_KOKKOS_VERSION=3.4.01
 KAMP_REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KAMP_JOBS=${KAMP_JOBS:-$(nproc)}
 
-# kamp's own builds go through ccache, one cache for every CPU kind. Each flag that selects
-# instructions is explicit (Kokkos' host arch gives -march=skylake-avx512 or -march=znver2, never
-# -march=native; the sid leg names its -march too), and ccache keys objects by their flags, so an
-# AVX-512 Xeon reuses what a Zen 4 compiled for the same Kokkos arch, an AVX2 host gets entries of
-# its own, and the GPU compile checks and the sid leg's baseline build, which depend on no host
-# CPU, stay warm when the CPU kind changes. CI clones anew each run; the base directory (the
-# clone) makes paths inside the clone relative, so two clones share entries.
-kamp_ccache_dir=$KAMP_CACHE_DIR/ccache
-# The caches kept before, one per CPU kind (ccache-<hash>, ccache-sid-<hash>), become these.
+# kamp's own builds go through ccache. Each flag that selects instructions is explicit (Kokkos'
+# host arch gives -march=skylake-avx512 or -march=znver2, never -march=native), and ccache keys
+# objects by their flags, so all CPU kinds share one cache: an AVX-512 Xeon reuses what a Zen 4
+# compiled for the same Kokkos arch, and an AVX2 host gets entries of its own. What depends on no
+# host CPU has a cache of its own, warm whatever the CPU kind: the GPU compile checks
+# (ccache-gpu) and the sid leg (ccache-sid, tools/check-newest-toolchain.sh). CI clones anew each
+# run; the base directory (the clone) makes paths inside the clone relative, so clones share entries.
+kamp_ccache_launcher_in() {  # kamp_ccache_launcher_in DIR: the CMake argument that compiles through ccache in DIR
+  echo "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_DIR=$1;CCACHE_BASEDIR=$KAMP_REPO_DIR;CCACHE_MAXSIZE=20G;ccache"
+}
+# The caches kept before, one per CPU kind (ccache-<hash>, ccache-sid-<hash>), become these; the
+# GPU checks' objects were in the first, so it seeds ccache-gpu.
 for kamp_old_cache in "$KAMP_CACHE_DIR"/ccache-sid-* "$KAMP_CACHE_DIR"/ccache-[0-9a-f]*; do
-  [[ $kamp_old_cache == */ccache-sid-* ]] && kamp_new_cache=$KAMP_CACHE_DIR/ccache-sid || kamp_new_cache=$kamp_ccache_dir
-  [ -d "$kamp_old_cache" ] && [ ! -e "$kamp_new_cache" ] && mv "$kamp_old_cache" "$kamp_new_cache"
+  [ -d "$kamp_old_cache" ] || continue
+  if [[ $kamp_old_cache == */ccache-sid-* ]]; then
+    [ -e "$KAMP_CACHE_DIR/ccache-sid" ] || mv "$kamp_old_cache" "$KAMP_CACHE_DIR/ccache-sid"
+  elif [ ! -e "$KAMP_CACHE_DIR/ccache" ]; then
+    [ -e "$KAMP_CACHE_DIR/ccache-gpu" ] || cp -a "$kamp_old_cache" "$KAMP_CACHE_DIR/ccache-gpu"
+    mv "$kamp_old_cache" "$KAMP_CACHE_DIR/ccache"
+  fi
 done
-kamp_ccache_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=$kamp_ccache_dir;CCACHE_BASEDIR=$KAMP_REPO_DIR;CCACHE_MAXSIZE=30G;ccache")
+kamp_ccache_launcher=("$(kamp_ccache_launcher_in "$KAMP_CACHE_DIR/ccache")")
 
 kamp_step() { printf '\n==> %s\n' "$*"; }
 

@@ -40,7 +40,7 @@ t0=$(date +%s)
 # optimization finds are the host builds' to catch. nvcc still optimizes device code.
 cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS_NONE=-O0 \
   -DCMAKE_CXX_COMPILER="$compiler" \
-  "${kamp_ccache_launcher[@]}" -DKokkos_ROOT="$prefix" -DKAMP_TEST_DISCOVERY=OFF >"$build.log" 2>&1 \
+  "$(kamp_ccache_launcher_in "$KAMP_CACHE_DIR/ccache-gpu")" -DKokkos_ROOT="$prefix" -DKAMP_TEST_DISCOVERY=OFF >"$build.log" 2>&1 \
   || { tail -n 30 "$build.log"; kamp_die "configuring kamp for $backend failed (log: $build.log)" "read the log"; }
 cmake --build "$build" -j "$KAMP_JOBS" >>"$build.log" 2>&1 \
   || { grep -E -A4 'error' "$build.log" | head -n 40; kamp_die "kamp does not compile for $backend (log: $build.log)" "fix the errors above: kernels must be portable"; }

@@ -16,7 +16,8 @@ TEMPLATE_TEST_CASE("fences: a fence planted in counted work is seen on every Kok
                    KAMP_TEST_EXECUTION_SPACES) {
   const TestType space;
   const kamp::launch_tally planted = kamp::count_launches([&] {
-    Kokkos::parallel_for("kamp::test::before_the_fence", Kokkos::RangePolicy<TestType>(space, 0, 4), KOKKOS_LAMBDA(int){});
+    Kokkos::parallel_for("kamp::test::before_the_fence", Kokkos::RangePolicy<TestType>(space, 0, 4),
+                         KOKKOS_LAMBDA(int){});
     kamp::detail::fence(space, "planted");
   });
   CHECK(planted.launches == 1);
