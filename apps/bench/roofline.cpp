@@ -11,7 +11,6 @@
 
 #include <functional>
 #include <string_view>
-#include <tuple>
 
 namespace kamp::bench {
 
@@ -121,63 +120,13 @@ double vendor_seconds(const gemm_record& r, int repeat, gemm_layout layout, bool
 
 }  // namespace
 
-std::string region_of(const gemm_record& r) {
-  return "kamp::gemm[" + r.path + "," + name(r.a) + "," + name(r.b) + "," + name(r.c) + "]";
-}
-
 roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, const core_rates& rates, int repeat) {
-  roofline out;
-  using problem_key = std::tuple<int, int, int, int, bool, bool, float, float, bool, dtype, dtype, dtype, std::string,
-                                 std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                 int, std::int64_t, std::int64_t, std::int64_t>;
-  std::map<problem_key, gemm_bound> timed;
-  for (const gemm_record& r : traffic.gemms()) {
-    const problem_key key{r.m,
-                          r.n,
-                          r.k,
-                          r.batch,
-                          r.trans_a,
-                          r.trans_b,
-                          r.alpha,
-                          r.beta,
-                          r.bias,
-                          r.a,
-                          r.b,
-                          r.c,
-                          r.path,
-                          r.lda,
-                          r.ldb,
-                          r.ldc,
-                          r.stride_a,
-                          r.stride_b,
-                          r.stride_c,
-                          r.inner,
-                          r.inner_stride_a,
-                          r.inner_stride_b,
-                          r.inner_stride_c};
-    auto it = timed.find(key);
-    if (it == timed.end()) {
-      bool measured = false, measured_own = false;
-      const double dense = vendor_seconds(r, repeat, gemm_layout::dense, measured);
-      const double own = vendor_seconds(r, repeat, gemm_layout::own, measured_own);
-      if (!measured) out.unmeasured.push_back(region_of(r));
-      it = timed.emplace(key, gemm_bound{measured ? 1e3 * dense : 0.0, measured_own ? 1e3 * own : 0.0}).first;
-    }
-    out.calls.push_back(it->second);
-    out.bound_ms[region_of(r)] += it->second.dense_ms;
-    out.gemm_ms += it->second.dense_ms;
-  }
-  for (const auto& [label, bytes] : traffic.bytes()) {
-    const double memory_ms = 1e3 * bytes / (triad_gb_per_s * 1e9);
-    const auto work = traffic.work().find(label);
-    const double compute_ms = work != traffic.work().end() ? 1e3 * rates.seconds(work->second) : 0.0;
-    const double ms = std::max(memory_ms, compute_ms);
-    out.memory_ms[label] = memory_ms;
-    out.compute_ms[label] = compute_ms;
-    out.bound_ms[label] += ms;
-    out.kernel_ms += ms;
-  }
-  return out;
+  return combine_roofline(traffic, triad_gb_per_s, rates, [repeat](const gemm_record& r, bool& measured) {
+    bool measured_own = false;
+    const double dense = vendor_seconds(r, repeat, gemm_layout::dense, measured);
+    const double own = vendor_seconds(r, repeat, gemm_layout::own, measured_own);
+    return gemm_bound{measured ? 1e3 * dense : 0.0, measured_own ? 1e3 * own : 0.0};
+  });
 }
 
 namespace {
@@ -238,10 +187,6 @@ core_rates core_rates::measure() {
   r.sqrt = without_one_simple(applications_per_second(sqrt_op()));
   r.log = without_one_simple(applications_per_second(log_op()));
   return r;
-}
-
-double core_rates::seconds(const kernel_arithmetic& w) const {
-  return w.simple / simple + w.exp / exp + w.divide / divide + w.sqrt / sqrt + w.log / log;
 }
 
 }  // namespace kamp::bench

@@ -3,6 +3,7 @@
 
 #include <kamp/tools/traffic.hpp>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,14 @@ struct roofline {
   double total_ms() const { return gemm_ms + kernel_ms; }
 };
 roofline step_roofline(const step_traffic& traffic, double triad_gb_per_s, const core_rates& rates, int repeat);
+
+/// Times one GEMM record alone; sets `measured` false where it has no timing for its types.
+using gemm_timer = std::function<gemm_bound(const gemm_record&, bool& measured)>;
+/// The roofline of `traffic` from GEMM times `time` gives (each distinct problem asked once, its
+/// dense time counted at every call), the triad's rate and the cores' rates: step_roofline's
+/// arithmetic.
+roofline combine_roofline(const step_traffic& traffic, double triad_gb_per_s, const core_rates& rates,
+                          const gemm_timer& time);
 
 }  // namespace kamp::bench
 

@@ -81,20 +81,45 @@ kamp::gpt_config small_shape() {
 }  // namespace
 
 TEST_CASE("an llm.c model file written from llm.c's layout reads back tensor by tensor", "[model][llmc]") {
+  // Version 3 holds fp32 values, version 5 bf16 ones (train_gpt2.cu); both are written here byte
+  // by byte from llm.c's layout, not by kamp's writer.
+  const int version = GENERATE(3, 5);
+  INFO("version " << version);
   const scratch_dir dir("kamp_llmc");
   const kamp::gpt_config c = small_shape();
   const std::size_t vp = 384, t = 8, l = 2, ch = 16;
-  // Header: magic, version 3, maxT, V, L, NH, C, Vp; element k of the file holds the value k.
+  // Element k of the file: the value k (version 3), or bf16 bits spread over the whole range
+  // but for inf and NaN (version 5); what it reads as in fp32.
+  const auto bf16_bits = [](std::size_t k) {
+    std::uint16_t b = std::uint16_t((std::uint32_t(k) * 2654435761u) >> 16);
+    if (((b >> 7) & 0xffu) == 0xffu) b ^= 0x0080u;  // an exponent of all ones is inf or NaN
+    return b;
+  };
+  const auto value = [&](std::size_t k) {
+    if (version == 3) return float(k);
+    const std::uint32_t widened = std::uint32_t(bf16_bits(k)) << 16;
+    float f;
+    std::memcpy(&f, &widened, 4);
+    return f;
+  };
+  // Header: magic, version, maxT, V, L, NH, C, Vp.
   std::vector<std::int32_t> header(256, 0);
-  const std::int32_t fields[] = {20240326, 3, 8, 300, 2, 2, 16, 384};
+  const std::int32_t fields[] = {20240326, version, 8, 300, 2, 2, 16, 384};
   std::copy(std::begin(fields), std::end(fields), header.begin());
   std::ofstream out(dir / "model.bin", std::ios::binary);
   out.write(reinterpret_cast<const char*>(header.data()), 1024);
   std::size_t k = 0;
   for (const llmc_array& a : llmc_arrays(vp, t, l, ch))
     for (std::size_t i = 0; i < a.size; ++i, ++k) {
-      const float v = float(k);
-      out.write(reinterpret_cast<const char*>(&v), 4);
+      if (version == 3) {
+        const float v = value(k);
+        out.write(reinterpret_cast<const char*>(&v), 4);
+      } else {
+        const std::uint16_t b = bf16_bits(k);
+        const unsigned char little_endian[2] = {static_cast<unsigned char>(b & 0xffu),
+                                                static_cast<unsigned char>(b >> 8)};
+        out.write(reinterpret_cast<const char*>(little_endian), 2);
+      }
     }
   out.close();
   const kamp::llmc_model m = kamp::read_llmc_model(dir / "model.bin");
@@ -117,7 +142,7 @@ TEST_CASE("an llm.c model file written from llm.c's layout reads back tensor by 
       for (std::size_t i = 0; i < e.size; ++i) {
         // wte's rows past the vocabulary are kamp's padding: zero, whatever the file holds there.
         const bool padding = name == "wte" && i >= 300 * ch;
-        const float want = padding ? 0.0f : float(first + std::size_t(layer) * each + i);
+        const float want = padding ? 0.0f : value(first + std::size_t(layer) * each + i);
         wrong += kamp::test::raw_bits(m.weights[e.offset + i]) != kamp::test::raw_bits(want);
       }
     }

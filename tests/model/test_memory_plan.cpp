@@ -50,8 +50,10 @@ kamp::memory_plan table_built_plan(const kamp::gpt_config& model, const kamp::pr
       }
     }
   }
+  // Kokkos allocates each View in whole 8-byte units.
   for (const auto& buffer : kamp::activation_layout(model, policy, batch, kamp::dtype::fp32, recompute))
-    for (const std::size_t bytes : buffer.bytes) p.activations += double(bytes);
+    for (const std::size_t bytes : buffer.bytes) p.activations += double((bytes + 7) / 8 * 8);
+  p.activations += double(kamp::gpt_loss_sum_bytes);
   p.activations +=
       double(kamp::token_rows<Kokkos::HostSpace>::bytes(std::size_t(batch) * model.context, model.padded_vocab()));
   return p;
@@ -122,13 +124,22 @@ TEST_CASE("sharding divides what each ZeRO stage splits by the number of ranks",
   }
 }
 
-TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' allocation callbacks", "[model][plan]") {
-  const auto p = GENERATE(from_range(kamp::test::every_policy()));
+TEST_CASE("the plan is what a trainer allocates to the byte, measured through Kokkos' allocation callbacks",
+          "[model][plan]") {
+  // The tiny model in every mode, and a shape whose buffers are not whole 8-byte units (context 7,
+  // width 15 in 3 heads, MLP 33, batch 3), which Kokkos rounds up one by one, in every mode but
+  // amp_fp8: the plan does not round its FP8 buffers yet (a few bytes each; docs/precision.md).
+  std::vector<std::pair<kamp::precision_policy, bool>> cases;
+  for (const kamp::precision_policy& policy : kamp::test::every_policy())
+    for (const bool odd_shape : {false, true})
+      if (!(odd_shape && policy.fp8())) cases.emplace_back(policy, odd_shape);
+  const auto [p, odd] = GENERATE_COPY(from_range(cases));
   const auto recompute = GENERATE(from_range(kamp::activation_recomputes()));
-  INFO(kamp::name(p.mode) << " " << kamp::name(p.update) << ", recompute " << kamp::name(recompute));
-  const kamp::gpt_config config = kamp::test::tiny_model();
+  INFO(kamp::name(p.mode) << " " << kamp::name(p.update) << ", recompute " << kamp::name(recompute)
+                          << (odd ? ", odd shape" : ""));
+  const kamp::gpt_config config = odd ? kamp::test::gpt_shape(7, 2, 3, 15, 33) : kamp::test::tiny_model();
   const kamp::token_dataset& data = kamp::test::corpus(config);
-  kamp::train_options o = kamp::test::run_options(4);
+  kamp::train_options o = kamp::test::run_options(odd ? 3 : 4);
   o.recompute = recompute;
   const kamp::memory_tracker memory;
   kamp::trainer t(config, p, o, data);
@@ -136,12 +147,12 @@ TEST_CASE("the plan matches what a trainer allocates, measured through Kokkos' a
   const kamp::memory_plan measured = memory.peak(),
                           planned =
                               kamp::plan_memory(config, p, o.batch, 1, kamp::sharding::optimizer, true, recompute);
-  CHECK(measured.parameters == Approx(planned.parameters).epsilon(0.05));
-  CHECK(measured.gradients == Approx(planned.gradients).epsilon(0.05));
-  CHECK(measured.master == Approx(planned.master).epsilon(0.05));
-  CHECK(measured.optimizer == Approx(planned.optimizer).epsilon(0.05));
-  CHECK(measured.activations == Approx(planned.activations).epsilon(0.05));
-  CHECK(measured.fp8 == Approx(planned.fp8).epsilon(0.05));
+  CHECK(measured.parameters == planned.parameters);
+  CHECK(measured.gradients == planned.gradients);
+  CHECK(measured.master == planned.master);
+  CHECK(measured.optimizer == planned.optimizer);
+  CHECK(measured.activations == planned.activations);
+  CHECK(measured.fp8 == planned.fp8);
   CHECK(measured.parameters > 0);
   CHECK(measured.activations > 0);
   CHECK((measured.fp8 > 0) == p.fp8());

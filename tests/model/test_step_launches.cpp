@@ -131,6 +131,33 @@ TEST_CASE("a layer launches 12 kernels outside its GEMMs, and no layout copies",
   }
 }
 
+TEST_CASE("a step's launches outside its GEMMs are a count per mode plus 12 per layer", "[model][launches]") {
+  // The whole step, not only the layer: the data and the token index (fill, sample, count, scan,
+  // place), the embedding, the final LayerNorm and the head's cross-entropy, their backward
+  // passes, the gradient check and the update; FP8 adds its scaling kernels. Launches inside GEMM
+  // regions depend on the path and are counted apart. A GPU runs the narrowing and the GELU
+  // backward apart from their column sums (the layer test above).
+  using space = kamp::gpt<float>::execution_space;
+  constexpr bool apart = kamp::detail::column_block<space>::value == 1;
+  struct expected {
+    kamp::precision_mode mode;
+    int fixed, per_layer;
+  };
+  // pure_bf16's and amp_fp8's layers add casts (amp_fp8: quantizing its Linears' operands); a
+  // failure lists the kernels of the step.
+  for (const expected e :
+       {expected{kamp::precision_mode::fp32, 19, 12}, expected{kamp::precision_mode::amp_bf16, 19, 12},
+        expected{kamp::precision_mode::amp_fp16, 19, 12}, expected{kamp::precision_mode::pure_bf16, 19, 16},
+        expected{kamp::precision_mode::amp_fp8, 21, 25}}) {
+    const int per_layer = e.per_layer + (apart ? 1 + (e.mode == kamp::precision_mode::fp32 ? 0 : 2) : 0);
+    for (const int layers : {1, 2, 3}) {
+      const tally step = steady_step(e.mode, layers, 2);
+      INFO(name(e.mode) << ", " << layers << " layers:" << listed(step.kernels));
+      CHECK(step.launches - step.gemm_launches == e.fixed + per_layer * layers);
+    }
+  }
+}
+
 TEST_CASE("every GEMM of a step takes the path its types have on this machine", "[model][launches]") {
   for (const auto mode : kamp::precision_modes()) {
     const int layers = 2;

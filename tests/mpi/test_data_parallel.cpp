@@ -86,11 +86,11 @@ TEST_CASE("N ranks with batch B take the steps of one process with batch N x B",
   // fp32: the ranks' partial sums only reorder fp32 additions. The 16-bit modes round the model
   // copy from master weights that differ in their last bits, and a bf16 wire rounds every
   // partial sum: a few of those roundings go the other way.
-  // Measured on 2 ranks: fp32 1e-8 and 3e-6; amp_bf16 1e-5 and 5e-3; with a bf16 wire 3e-5 and
-  // 9e-3; pure_bf16 1e-5 and 3e-3.
+  // Measured on 2, 3 and 4 ranks (2026-12-06, loss / weights): fp32 up to 5e-8 and 4e-6; amp_bf16
+  // 5e-5 and 7e-3; with a bf16 wire 1.5e-4 and 9e-3; pure_bf16 1.6e-4 and 4e-3.
   const variant v = GENERATE(variant{policy(kamp::precision_mode::fp32), kamp::dtype::fp32, 1e-6, 2e-5},
                              variant{policy(kamp::precision_mode::amp_bf16), kamp::dtype::fp32, 5e-4, 2e-2},
-                             variant{policy(kamp::precision_mode::amp_bf16), kamp::dtype::bf16, 2e-3, 3e-2},
+                             variant{policy(kamp::precision_mode::amp_bf16), kamp::dtype::bf16, 5e-4, 3e-2},
                              variant{policy(kamp::precision_mode::pure_bf16), kamp::dtype::fp32, 5e-4, 2e-2});
   // Sharded gradients are summed over the ranks per micro-batch and unit, the others once per
   // step: the same fp32 additions in another order, within the same tolerances.
@@ -307,18 +307,18 @@ TEST_CASE("a checkpoint resharded 4 -> 2 -> 3 -> 1 ranks continues the run", "[m
     file = "reshard_" + std::to_string(n) + ".h5";
     REQUIRE(world().all(true));
   }
-  worst = world().sum(worst);  // only rank 0 took part in every leg; the others add zeros or their own
+  worst = world().max(worst);  // the worst step of any rank in any leg
   if (world().rank() == 0)
     std::printf(
         "amp_bf16, sharding parameters, resharded 4 -> 2 -> 3 -> 1 ranks, %d steps each: max relative loss "
         "difference to one process %.2e\n",
         leg, worst);
-  CHECK(worst < 2e-3 * world().size());
+  CHECK(worst < 2e-3);
   if (world().rank() == 0)
     for (const char* f : {"reshard_4.h5", "reshard_2.h5", "reshard_3.h5", "reshard_1.h5"}) std::remove(f);
 }
 
-TEST_CASE("each rank keeps 1/N of what its sharding level shards, as planned", "[mpi][memory]") {
+TEST_CASE("each rank keeps 1/N of what its sharding level shards, as planned to the byte", "[mpi][memory]") {
   const auto p = GENERATE(policy(kamp::precision_mode::fp32), policy(kamp::precision_mode::amp_bf16),
                           policy(kamp::precision_mode::pure_bf16));
   const kamp::sharding level =
@@ -334,11 +334,12 @@ TEST_CASE("each rank keeps 1/N of what its sharding level shards, as planned", "
   }
   const kamp::memory_plan planned = kamp::plan_memory(tiny_model(), p, 4, ranks, level);
   const kamp::memory_plan one = kamp::plan_memory(tiny_model(), p, 4);
-  const auto near = [](double a, double b) { return std::abs(a - b) <= 0.05 * b + 1024; };
-  CHECK(near(measured.parameters, planned.parameters));
-  CHECK(near(measured.gradients, planned.gradients));
-  CHECK(near(measured.master, planned.master));
-  CHECK(near(measured.optimizer, planned.optimizer));
+  // To the byte, every category (Kokkos' allocation callbacks against kamp-plan's figures).
+  CHECK(measured.parameters == planned.parameters);
+  CHECK(measured.gradients == planned.gradients);
+  CHECK(measured.master == planned.master);
+  CHECK(measured.optimizer == planned.optimizer);
+  CHECK(measured.activations == planned.activations);
   // Moments (and Kahan buffers) fall as 1/N exactly up to one alignment block per shard.
   CHECK(std::abs(measured.optimizer * ranks - one.optimizer) <= 64.0 * 8 * ranks);
   if (world().rank() == 0)

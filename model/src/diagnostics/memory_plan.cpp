@@ -9,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -38,15 +39,23 @@ memory_plan bytes_per_parameter(const precision_policy& policy) {
 
 memory_plan plan_state(double elements, const precision_policy& policy, int shards, sharding split) {
   if (shards < 1) throw std::invalid_argument("kamp::plan_state: shards must be >= 1, got " + std::to_string(shards));
-  const memory_plan per = bytes_per_parameter(policy);
-  const auto share = [&](double bytes, sharding from) {
-    return elements * bytes / (int(split) >= int(from) ? double(shards) : 1.0);
+  // One View per role (model copy, gradients, master, each moment), each allocated by Kokkos in
+  // whole 8-byte units.
+  const auto view = [&](double bytes_per_element, sharding from) {
+    return std::ceil(elements / (int(split) >= int(from) ? double(shards) : 1.0) * bytes_per_element / 8) * 8;
   };
   memory_plan p;
-  p.parameters = share(per.parameters, sharding::parameters);
-  p.gradients = share(per.gradients, sharding::gradients);
-  p.master = share(per.master, sharding::optimizer);
-  p.optimizer = share(per.optimizer, sharding::optimizer);
+  p.gradients = view(4, sharding::gradients);
+  for (const auto& [role, type] : state_layout(policy)) {
+    const double bytes = double(size_of(type));
+    if (role == "model") {
+      p.parameters += view(bytes, sharding::parameters);
+    } else if (role == "master") {
+      p.master += view(bytes, sharding::optimizer);
+    } else {
+      p.optimizer += view(bytes, sharding::optimizer);
+    }
+  }
   return p;
 }
 
@@ -113,73 +122,85 @@ struct table_figures {
   }
 };
 
-// The bytes of activation_layout's buffers, and of the index the embedding's backward pass
-// sorts the tokens into, from the shape: a buffer per LayerNorm or per layer is one product.
+// The bytes Kokkos allocates for activation_layout's buffers, for the index the embedding's
+// backward pass sorts the tokens into and for the loss sum, from the shape. Kokkos allocates
+// whole 8-byte units (a View of 257 ints takes 1032 bytes), so each buffer is rounded up by
+// itself; a kind of buffer with one copy per LayerNorm or per layer is a count of copies of each
+// element type, the same for any number of blocks.
 double activation_bytes(const gpt_config& model, const layer_sizes& layers, int batch, activation_recompute recompute) {
   const double n = double(batch) * model.context, c = model.d_model, m = model.mlp, v = model.padded_vocab();
   const double s = double(batch) * model.heads * model.context * model.context;  // scores per layer
   const double r = layer_sizes::fp32_size, wide = layers.widest, norms = 2 * layers.blocks + 1;
+  const auto buffer = [](double elements, double size) { return std::ceil(elements * size / 8) * 8; };
   // Recomputing blocks: one copy of each per-layer buffer, in the widest block's type; the
   // stream kept at the L + 1 block inputs and one scratch; ln_out one scratch per branch kind.
   const bool shared = recompute == activation_recompute::blocks;
-  const double attn = shared ? layers.widest_attention() : layers.attention(),
-               mlp = shared ? layers.widest_mlp() : layers.mlp(), index = double(sizeof(int));
+  // One buffer of `elements` per block's attention, or MLP, in its compute type (or the one copy).
+  const auto attention = [&](double elements) {
+    return shared ? buffer(elements, layers.widest_attention())
+                  : layers.low_attn * buffer(elements, layers.low) +
+                        (layers.blocks - layers.low_attn) * buffer(elements, r);
+  };
+  const auto mlp = [&](double elements) {
+    return shared
+               ? buffer(elements, layers.widest_mlp())
+               : layers.low_mlp * buffer(elements, layers.low) + (layers.blocks - layers.low_mlp) * buffer(elements, r);
+  };
   const double per_layer_fp32 = shared ? 1 : layers.blocks, streams = shared ? layers.blocks + 2 : norms;
-  // LayerNorm i feeds h<i/2>.attn (even i), h<i/2>.mlp (odd i), and the last the head.
-  const double norm_consumers = attn + mlp + layers.head;
+  const double index = double(sizeof(int));
   const auto bytes = [&](activation a) {
     switch (a) {
       case activation::residual:
-        return streams * n * c * r;
+        return streams * buffer(n * c, r);
       case activation::ln_mean:
       case activation::ln_rstd:
-        return norms * n * r;
-      case activation::ln_out:
-        return n * c * norm_consumers;
+        return norms * buffer(n, r);
+      case activation::ln_out:  // LayerNorm i feeds h<i/2>.attn (even i), h<i/2>.mlp (odd i), the last the head
+        return attention(n * c) + mlp(n * c) + buffer(n * c, layers.head);
       case activation::qkv_rows:
-        return 3 * n * c * attn;
+        return attention(3 * n * c);
       case activation::probs:
-        return per_layer_fp32 * s * r;
+        return per_layer_fp32 * buffer(s, r);
       case activation::probs_low:
-        return s * attn;
+        return attention(s);
       case activation::attn_out:
-        return n * c * attn;
+        return attention(n * c);
       case activation::fc_pre:
-        return per_layer_fp32 * n * m * r;
+        return per_layer_fp32 * buffer(n * m, r);
       case activation::fc_act:
-        return n * m * mlp;
+        return mlp(n * m);
       case activation::dqkv_rows:
-        return 3 * n * c * wide;
+        return buffer(3 * n * c, wide);
       case activation::dresid_low:
       case activation::dattn_out:
-        return n * c * wide;
+        return buffer(n * c, wide);
       case activation::logits:
-        return n * v * layers.head;
+        return buffer(n * v, layers.head);
       case activation::losses:
-        return n * r;
+        return buffer(n, r);
       case activation::tokens:
       case activation::targets:
-        return n * index;
+        return buffer(n, index);
       case activation::dresid:
       case activation::dln:
-        return n * c * r;
+        return buffer(n * c, r);
       case activation::dfc_act:
-        return n * m * r;
+        return buffer(n * m, r);
       case activation::dfc_pre:
-        return n * m * wide;
+        return buffer(n * m, wide);
       case activation::dprobs:
-        return s * r;
+        return buffer(s, r);
       case activation::dscores:
-        return s * wide;
+        return buffer(s, wide);
       case activation::bias:
-        return std::max(3 * c, m) * r;
+        return buffer(std::max(3 * c, m), r);
       case activation::count:
         break;
     }
     throw std::logic_error("kamp::plan_memory: activation " + std::to_string(int(a)) +
                            " has no figure: add its bytes beside activation_layout's");
   };
-  double total = 0;
+  double total = gpt_loss_sum_bytes;
   for (int a = 0; a < int(activation::count); ++a) total += bytes(activation(a));
   return total + double(token_rows<Kokkos::HostSpace>::bytes(std::size_t(n), model.padded_vocab()));
 }

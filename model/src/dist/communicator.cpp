@@ -92,6 +92,11 @@ int communicator::max(int x) const {
   return x;
 }
 
+double communicator::max(double x) const {
+  if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_MAX, comm_), "MPI_Allreduce");
+  return x;
+}
+
 bool communicator::all(bool ok) const {
   int v = ok ? 1 : 0;
   if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");

@@ -16,6 +16,7 @@ double communicator::sum(double x) const { return x; }
 float communicator::sum(float x) const { return x; }
 void communicator::sum(std::vector<std::uint64_t>&) const {}
 int communicator::max(int x) const { return x; }
+double communicator::max(double x) const { return x; }
 bool communicator::all(bool ok) const { return ok; }
 void communicator::broadcast(std::vector<unsigned char>&, int) const {}
 void communicator::reduce_scatter_sum(float*, const std::vector<std::size_t>&, dtype) const {}

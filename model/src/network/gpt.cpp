@@ -30,7 +30,8 @@ struct gpt<Real, ES>::buffers {
   using bytes = typename views<memory_space>::bytes;
   std::array<std::vector<bytes>, std::size_t(activation::count)> all;
   Kokkos::View<double, memory_space> loss{"kamp::gpt::loss"};  ///< the host-array API's loss sum
-  std::unique_ptr<detail::fp8_linears<ES>> fp8;                ///< amp_fp8's Linear layers
+  static_assert(sizeof(double) == gpt_loss_sum_bytes, "the memory planner counts the loss sum's bytes");
+  std::unique_ptr<detail::fp8_linears<ES>> fp8;  ///< amp_fp8's Linear layers
   int layers;
   activation_recompute recompute;
 

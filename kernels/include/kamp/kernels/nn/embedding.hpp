@@ -94,9 +94,11 @@ struct token_rows {
   Kokkos::View<int*, MemorySpace> rows;     ///< (N) row indices, ascending within each token
   Kokkos::View<int**, MemorySpace> cursor;  ///< (blocks, V): the sort's per-block counts, then positions
 
-  /// Bytes of the index for n rows and a vocabulary of `vocab` (the memory planner's figure).
+  /// Bytes Kokkos allocates for the index for n rows and a vocabulary of `vocab` (the memory
+  /// planner's figure): its three Views, each in whole 8-byte units as Kokkos allocates.
   static std::size_t bytes(std::size_t n, int vocab) {
-    return (std::size_t(vocab) + 1 + n + blocks(n) * std::size_t(vocab)) * sizeof(int);
+    const auto allocated = [](std::size_t ints) { return (ints * sizeof(int) + 7) / 8 * 8; };
+    return allocated(std::size_t(vocab) + 1) + allocated(n) + allocated(blocks(n) * std::size_t(vocab));
   }
 
   /// An index for batches of n tokens; assign() fills it.

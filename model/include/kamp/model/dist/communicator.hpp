@@ -64,6 +64,7 @@ class communicator {
   void sum(std::vector<std::uint64_t>& values) const;
   float sum(float x) const;
   int max(int x) const;
+  double max(double x) const;
   /// True on every rank when `ok` is true on every rank: ranks agree before a collective path.
   bool all(bool ok) const;
   /// Rank `root`'s bytes on every rank.

@@ -50,6 +50,10 @@ enum class activation : int {
 /// MLP's and the head's own; the LayerNorm statistics stay one per LayerNorm.
 std::size_t activation_copy(activation a, std::size_t index, int layers, activation_recompute recompute);
 
+/// The one scalar the model keeps beside its activation buffers: the loss sum of the host-array
+/// API (a double, "kamp::gpt::loss").
+inline constexpr std::size_t gpt_loss_sum_bytes = sizeof(double);
+
 /// \brief One activation buffer: its allocation label and the bytes of each of its copies.
 struct activation_buffer {
   const char* label;               ///< kamp::gpt::<name>, what memory tools see
