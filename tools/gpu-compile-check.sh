@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compile every kamp kernel, test and app for a GPU backend, without a GPU.
+# Compile every kamp kernel, library, test and program with device code for a GPU backend,
+# without a GPU.
 #   tools/gpu-compile-check.sh hip    Debian's hipcc (ROCm 5.2), Kokkos HIP backend, arch VEGA908
 #   tools/gpu-compile-check.sh cuda   nvcc from CUDA_HOME (default /usr/local/cuda), arch AMPERE80
 # Prints each target it compiled. Nothing is run: the tests need the GPU (tools/gpu-check.sh).
@@ -42,7 +43,13 @@ cmake -S "$KAMP_REPO_DIR" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_C
   -DCMAKE_CXX_COMPILER="$compiler" \
   "$(kamp_ccache_launcher_in "$KAMP_CACHE_DIR/ccache-gpu")" -DKokkos_ROOT="$prefix" -DKAMP_TEST_DISCOVERY=OFF >"$build.log" 2>&1 \
   || { tail -n 30 "$build.log"; kamp_die "configuring kamp for $backend failed (log: $build.log)" "read the log"; }
-cmake --build "$build" -j "$KAMP_JOBS" >>"$build.log" 2>&1 \
+# What holds device code: the libraries, the tests and the programs with kernels of their own
+# (kamp-bench, kamp-demo). The host-only programs (kamp-train, -generate, -inspect, -plan) and
+# host-only tests (the exhaustive conversions, the app logic) compile in the host legs.
+targets=$(ninja -C "$build" -t targets all | sed -n -E 's/^(kamp_model|kamp_c|kamp_fortran|kamp_test_[a-z0-9_]+|kamp_write_[a-z_]+|kamp-bench|kamp-demo): phony$/\1/p' \
+  | grep -vxE 'kamp_test_numeric_exhaustive|kamp_test_app_logic')
+# shellcheck disable=SC2086 # one word per target
+cmake --build "$build" -j "$KAMP_JOBS" --target $targets >>"$build.log" 2>&1 \
   || { grep -E -A4 'error' "$build.log" | head -n 40; kamp_die "kamp does not compile for $backend (log: $build.log)" "fix the errors above: kernels must be portable"; }
 echo "compiled for $backend in $(( $(date +%s) - t0 )) s: $(find "$build" -name '*.o' | wc -l) translation units, executables:"
 find "$build" -type f -perm -u+x \( -name 'kamp-*' -o -name 'kamp_test_*' \) -printf '  %P\n' | sort
