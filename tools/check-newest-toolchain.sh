@@ -19,13 +19,13 @@ mirror=${KAMP_SID_MIRROR:-http://deb.debian.org/debian}
 log="$KAMP_CACHE_DIR/sid.log"
 packages=(g++ cmake ninja-build pkg-config binutils ccache libkokkos-dev libhdf5-dev libhdf5-openmpi-dev hdf5-tools catch2 libdnnl-dev
           libopenblas-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libbenchmark-dev python3-h5py
-          gfortran libdlpack-dev make libsentencepiece-dev sentencepiece)
+          gfortran libdlpack-dev make)
 # Kokkos 4: Trilinos' Kokkos and Kokkos Kernels with their runtime libraries and the TPL files
 # (trilinos-dev) their CMake packages include; only unpacked, never installed.
 kokkos4_debs=(libtrilinos-kokkos-16.1 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-16.1
               libtrilinos-kokkos-kernels-dev trilinos-dev)
 kokkos4=/opt/kokkos4
-recipe="sid recipe=4 packages=${packages[*]} kokkos4=${kokkos4_debs[*]}"
+recipe="sid recipe=3 packages=${packages[*]} kokkos4=${kokkos4_debs[*]}"
 
 skip() {
   echo "CI: ######## NEWEST-TOOLCHAIN LEG NOT RUN: $1 (log: $log) ########"
@@ -95,10 +95,12 @@ ctest_args=("$@")
 
 # Everything, and every test but `long` (the exhaustive conversions: the README leg runs them),
 # `stress`, `slurm` (run on the host with Debian 12's Slurm: they test the job scripts and the
-# scheduler, not the toolchain, and one node runs one test cluster at a time) and
-# app.plot_metrics (a Python tool's test; sid's chroot has no matplotlib).
+# scheduler, not the toolchain, and one node runs one test cluster at a time), app.plot_metrics
+# (a Python tool's test; sid's chroot has no matplotlib) and app.tokenizer (sid's
+# libsentencepiece-dev names protobuf-lite in its pkg-config file without depending on
+# libprotobuf-dev, so kamp builds without --tokenizer there; the README leg runs the test).
 build_targets=()
-test_selection=(-LE 'long|stress|slurm' -E '^app[.]plot_metrics$')
+test_selection=(-LE 'long|stress|slurm' -E '^app[.](plot_metrics|tokenizer)$')
 build_and_test kamp "sid's toolchain and Kokkos 5.2.2" ""
 kamp_step "the main job with sid's toolchain and Kokkos 5.2.2"
 in_root sh -c 'rm -rf /build/main-job && mkdir /build/main-job && cd /build/main-job &&

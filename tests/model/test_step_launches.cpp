@@ -12,6 +12,7 @@
 #include "../support/fixtures.hpp"
 #include "../support/gpt_shapes.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -131,7 +132,7 @@ TEST_CASE("a layer launches 12 kernels outside its GEMMs, and no layout copies",
   }
 }
 
-TEST_CASE("a step's launches outside its GEMMs are a count per mode plus 12 per layer", "[model][launches]") {
+TEST_CASE("a step's launches outside its GEMMs are a count per mode plus a count per layer", "[model][launches]") {
   // The whole step, not only the layer: the data and the token index (fill, sample, count, scan,
   // place), the embedding, the final LayerNorm and the head's cross-entropy, their backward
   // passes, the gradient check and the update; FP8 adds its scaling kernels. Launches inside GEMM
@@ -146,14 +147,17 @@ TEST_CASE("a step's launches outside its GEMMs are a count per mode plus 12 per 
   // pure_bf16's and amp_fp8's layers add casts (amp_fp8: quantizing its Linears' operands); a
   // failure lists the kernels of the step.
   for (const expected e :
-       {expected{kamp::precision_mode::fp32, 19, 12}, expected{kamp::precision_mode::amp_bf16, 19, 12},
-        expected{kamp::precision_mode::amp_fp16, 19, 12}, expected{kamp::precision_mode::pure_bf16, 19, 16},
-        expected{kamp::precision_mode::amp_fp8, 21, 25}}) {
+       {expected{kamp::precision_mode::fp32, 17, 12}, expected{kamp::precision_mode::amp_bf16, 17, 12},
+        expected{kamp::precision_mode::amp_fp16, 17, 12}, expected{kamp::precision_mode::pure_bf16, 17, 16},
+        expected{kamp::precision_mode::amp_fp8, 19, 25}}) {
     const int per_layer = e.per_layer + (apart ? 1 + (e.mode == kamp::precision_mode::fp32 ? 0 : 2) : 0);
     for (const int layers : {1, 2, 3}) {
       const tally step = steady_step(e.mode, layers, 2);
       INFO(name(e.mode) << ", " << layers << " layers:" << listed(step.kernels));
-      CHECK(step.launches - step.gemm_launches == e.fixed + per_layer * layers);
+      // Zero fills aside: Kokkos 3.4 launches a kernel for them, Kokkos 5 may set the bytes instead.
+      const auto kernels = std::count_if(step.kernels.begin(), step.kernels.end(),
+                                         [](const std::string& k) { return k.rfind("Kokkos::ViewFill", 0) != 0; });
+      CHECK(kernels == e.fixed + per_layer * layers);
     }
   }
 }
